@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs TurnOPD and its dev tools into the current Python (3.11+).
+# On a machine without a GPU, torch is pinned to the CPU build 2.13.0 *before* anything else,
+# so no dependency can pull the multi-gigabyte CUDA wheels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "TurnOPD needs Python >= 3.11"'
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "setup: GPU found, installing torch from the registry"
+    "$PY" -m pip install -q torch
+  else
+    echo "setup: no GPU, installing the CPU build torch==2.13.0"
+    "$PY" -m pip install -q torch==2.13.0
+  fi
+fi
+echo "setup: installing turnopd[dev] (editable)"
+"$PY" -m pip install -q -e ".[dev]"
+"$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: setup, lint, type check, unit + integration tests.
+# Extra arguments go to pytest (e.g. `scripts/test.sh -m "not integration"`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+bash scripts/setup.sh
+echo "== ruff"
+"$PY" -m ruff check services tests bench scripts
+echo "== mypy (services/)"
+"$PY" -m mypy
+echo "== pytest"
+"$PY" -m pytest "$@"

@@ -1,0 +1,1 @@
+"""The `turnopd` command line (typer + rich)."""

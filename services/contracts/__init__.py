@@ -1,0 +1,1 @@
+"""Typed messages for every process boundary (one module per boundary)."""

@@ -1,0 +1,1 @@
+"""Turn-resolved diagnostics from the paper's Section 4 (pure)."""

@@ -1,0 +1,1 @@
+"""Environment gateway: FastAPI service with a pool of env worker processes."""

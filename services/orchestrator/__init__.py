@@ -1,0 +1,1 @@
+"""Orchestrator: the driver of `turnopd train` (the step pipeline)."""

@@ -1,0 +1,1 @@
+"""Rollout workers: named Ray actors playing multi-turn episodes with a generation engine."""

@@ -1,0 +1,51 @@
+"""Load the settings tree from TOML + environment + overrides; errors name the offending key."""
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from services.errors import ConfigError
+from services.settings.sources import file_values
+from services.settings.tree import TurnOPDSettings
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML config file, turning I/O and syntax problems into one-line ConfigErrors."""
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Render a pydantic error as '<dotted.key>: <problem> (got <value>)'; several joined by '; '."""
+    parts = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        got = f" (got {err['input']!r})" if err["type"] not in ("extra_forbidden", "missing") else ""
+        parts.append(f"{key}: {msg}{got}")
+    return "; ".join(parts)
+
+
+def load_settings(
+    path: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
+) -> TurnOPDSettings:
+    """Build the settings: ``overrides`` beat ``TURNOPD_SECTION__KEY`` env vars, which beat the file."""
+    values = read_toml(path) if path is not None else {}
+    try:
+        with file_values(values):
+            return TurnOPDSettings(**{k: dict(v) for k, v in (overrides or {}).items()})
+    except ValidationError as exc:
+        where = f" in {path}" if path is not None else ""
+        raise ConfigError(f"invalid settings{where}: {describe_validation_error(exc)}") from None

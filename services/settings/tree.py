@@ -1,0 +1,138 @@
+"""The one typed settings tree. Keys of the paper's hyperparameter table keep the paper's names.
+
+Every field has a one-line description and bounds; invalid values fail at load time with a
+message that names the dotted key (see ``services.settings.loader``).
+"""
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from services.settings.sources import file_settings_source
+
+Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
+
+
+class Section(BaseModel):
+    """A settings section: unknown keys are errors, values are validated on assignment too."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RunSettings(Section):
+    method: Method = Field("turnopd", description="Training method: full TurnOPD or one of the baselines.")
+    seed: int = Field(0, ge=0, description="Seed for task sampling, generation and initialisation.")
+    run_dir: Path = Field(Path("runs/latest"), description="Directory for config, metrics, checkpoints.")
+    run_id: str | None = Field(None, min_length=1, description="Controller run id (Redis key prefix).")
+
+
+class DistillSettings(Section):
+    distill_topk: int = Field(50, ge=1, description="Teacher top-K support size for the reverse-KL loss.")
+    loss_mode: Literal["topk_reverse_kl"] = Field("topk_reverse_kl", description="Differentiable objective.")
+    topk_support: Literal["tail", "renorm"] = Field(
+        "tail",
+        description="Make the top-K support a distribution: 'tail' adds a bucket with the remaining "
+        "mass of each side; 'renorm' renormalises both sides over the K ids.",
+    )
+    clip_ratio: tuple[float, float] = Field(
+        (0.9, 9.0),
+        description="Importance-ratio clip (low, high): ratio clipped to [1-low, 1+high].",
+    )
+    kl_coef: float = Field(0.0, ge=0.0, description="Reward-side KL penalty (0: pure top-K RKL).")
+    kl_loss_coef: float = Field(0.0, ge=0.0, description="Reference-KL loss coefficient (0: none).")
+
+    @model_validator(mode="after")
+    def _clip_ratio_in_range(self) -> "DistillSettings":
+        low, high = self.clip_ratio
+        if not (0.0 <= low < 1.0) or high <= 0.0:
+            raise ValueError(f"clip_ratio must be (low in [0, 1), high > 0), got {self.clip_ratio}")
+        return self
+
+
+class DepthSettings(Section):
+    adaptive: bool = Field(True, description="Enable the adaptive rollout-depth controller.")
+    coverage_quantile: float = Field(0.8, gt=0.0, le=1.0, description="p for H_cov = Q_p(L_succ).")
+    use_success: bool = Field(True, description="H_cov from successful probes (False: all trajectories).")
+    min_cov_traj: int = Field(8, ge=1, description="Min trajectories in the CDF source to refresh H_cov.")
+    min: int = Field(2, ge=1, description="H_min: lower clamp on the applied depth H_hat.")
+    max: int = Field(50, ge=1, description="H_max: upper clamp on H_hat, probe depth, and H_bar_0.")
+    ema_alpha: float = Field(0.3, gt=0.0, le=1.0, description="EMA weight on H_ctrl (not the blend alpha).")
+    probe_interval: int = Field(8, ge=1, description="Steps between full-depth probes.")
+    warmup_steps: int = Field(3, ge=0, description="Probe-only warm-up steps before truncation.")
+    eps: float = Field(1e-8, gt=0.0, description="Epsilon in q_t = m_t / (sum_j m_j + eps).")
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> "DepthSettings":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class BlendSettings(Section):
+    turn_norm_blend: bool = Field(True, description="Enable the linear trajectory->turn loss blend.")
+    start: float = Field(0.0, ge=0.0, le=1.0, description="s: progress where the blend starts.")
+    end: float = Field(1.0, ge=0.0, le=1.0, description="e: progress where the blend reaches alpha=1.")
+    min_floor: int = Field(8, ge=1, description="Floor term of n_min = max(min_floor, ceil(min_frac*n)).")
+    min_frac: float = Field(0.15, ge=0.0, le=1.0, description="Fraction term of n_min.")
+
+    @model_validator(mode="after")
+    def _start_before_end(self) -> "BlendSettings":
+        if self.end <= self.start:
+            raise ValueError(f"end ({self.end}) must be greater than start ({self.start})")
+        return self
+
+
+class OptimSettings(Section):
+    lr: float = Field(1e-6, gt=0.0, description="AdamW learning rate.")
+    batch: int = Field(64, ge=1, description="Trajectories (tasks x n) per optimizer step.")
+    steps: int = Field(100, ge=1, description="K: optimizer steps of the run.")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
+    grad_clip: float = Field(1.0, gt=0.0, description="Max global gradient norm.")
+
+
+class RolloutSettings(Section):
+    max_turns: int = Field(80, ge=1, description="Rollout turn cap before adaptive-depth truncation.")
+    temperature: float = Field(1.0, gt=0.0, description="Training rollout sampling temperature.")
+    n: int = Field(1, ge=1, description="Samples per task in training rollouts.")
+
+
+class EvalSettings(Section):
+    val_n: int = Field(4, ge=1, description="Samples per validation task (Avg@n).")
+    val_temperature: float = Field(0.85, gt=0.0, description="Validation sampling temperature.")
+
+
+class DiagnosticsSettings(Section):
+    min_survivors: int = Field(8, ge=0, description="A turn is supported in a step with >= this many survivors.")
+    min_survivor_frac: float = Field(0.1, ge=0.0, le=1.0, description="... and >= this fraction of turn 0's.")
+    min_step_frac: float = Field(0.6, ge=0.0, le=1.0, description="Reliable if supported in >= this share of steps.")
+
+
+class TurnOPDSettings(BaseSettings):
+    """Root of the settings tree: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TURNOPD_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+    )
+
+    run: RunSettings = Field(default_factory=RunSettings)
+    distill: DistillSettings = Field(default_factory=DistillSettings)
+    depth: DepthSettings = Field(default_factory=DepthSettings)
+    blend: BlendSettings = Field(default_factory=BlendSettings)
+    optim: OptimSettings = Field(default_factory=OptimSettings)
+    rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+    diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Priority, highest first: explicit overrides (CLI flags), environment, the TOML file.
+        return (init_settings, env_settings, file_settings_source(settings_cls))

@@ -1,0 +1,1 @@
+"""Teacher scorer: Ray Serve deployment returning the teacher's top-K log-probabilities."""
