@@ -104,9 +104,13 @@ class EvalSettings(Section):
 
 
 class DiagnosticsSettings(Section):
-    min_survivors: int = Field(8, ge=0, description="A turn is supported in a step with >= this many survivors.")
+    min_survivors: int = Field(
+        8, ge=0, description="A turn is supported in a step with >= this many survivors."
+    )
     min_survivor_frac: float = Field(0.1, ge=0.0, le=1.0, description="... and >= this fraction of turn 0's.")
-    min_step_frac: float = Field(0.6, ge=0.0, le=1.0, description="Reliable if supported in >= this share of steps.")
+    min_step_frac: float = Field(
+        0.6, ge=0.0, le=1.0, description="Reliable if supported in >= this share of steps."
+    )
 
 
 class TurnOPDSettings(BaseSettings):
