@@ -33,18 +33,21 @@ def render(report: DiagnosisReport, console: Console) -> None:
         f"turn 0, in >= {_pct(report.min_step_frac)} of steps); shallow third {report.shallow_turns}, "
         f"deep third {report.deep_turns}"
     )
-    table = Table(title="Loss allocation (deep third vs shallow third of the reliable prefix)")
+    table = Table(
+        title="Loss allocation (deep vs shallow third of the reliable prefix)",
+        caption="Deep budget: deep third's share of trajectory-level loss mass; (w): under the actual blended weights.",
+    )
     for col in (
         "Phase",
         "Steps",
         "alpha",
-        "Deep/Shallow raw KL",
+        "Deep/shallow KL",
         "Deep support",
-        "Deep loss budget",
-        "Deep budget (actual w)",
+        "Deep budget",
+        "Deep budget (w)",
     ):
         table.add_column(col, justify="right")
-    for phase in [*report.phases.values()]:
+    for phase in report.phases.values():
         span = f"{phase.first_step}-{phase.last_step}" if phase.n_steps else "-"
         table.add_row(
             phase.name,
@@ -65,16 +68,19 @@ def render(report: DiagnosisReport, console: Console) -> None:
         _pct(report.deep_loss_budget_actual),
     )
     console.print(table)
-    turns = Table(title="Per turn (means over steps)")
+    turns = Table(
+        title="Per turn (means over steps)",
+        caption="n_t survivors, K_t raw KL, G_t = K_t^fail - K_t^succ, loss shares under actual (w) and trajectory-level weights.",
+    )
     for col in (
         "Turn",
         "Reliable",
         "Support",
-        "Survivors",
-        "Raw KL",
-        "G_t fail-succ",
-        "Loss share",
-        "Traj share",
+        "n_t",
+        "K_t",
+        "G_t",
+        "Share (w)",
+        "Share (traj)",
     ):
         turns.add_column(col, justify="right")
     for t in report.per_turn:

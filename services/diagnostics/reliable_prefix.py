@@ -18,14 +18,14 @@ def supported(n_t: int, n_0: int, min_survivors: int, min_survivor_frac: float) 
 def support_fractions(
     survivors_per_step: Sequence[Sequence[int]], min_survivors: int, min_survivor_frac: float
 ) -> list[float]:
-    """For each turn, the fraction of steps in which it is supported (0 where a step lacks the turn)."""
+    """For each turn, the fraction of steps in which it is supported (a step lacking the turn has n_t = 0)."""
     n_steps = len(survivors_per_step)
     depth = max((len(s) for s in survivors_per_step), default=0)
     return [
         sum(
             1
             for s in survivors_per_step
-            if len(s) > t and supported(s[t], s[0], min_survivors, min_survivor_frac)
+            if supported(s[t] if t < len(s) else 0, s[0], min_survivors, min_survivor_frac)
         )
         / n_steps
         for t in range(depth)
