@@ -64,3 +64,8 @@ def test_invalid_env_value_names_the_key(monkeypatch):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_paper_defaults_file_matches_built_in_defaults():
+    repo = Path(__file__).resolve().parents[3]
+    assert load_settings(repo / "configs" / "paper_defaults.toml") == TurnOPDSettings()
