@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.settings.controller import ControllerSettings
+from services.settings.learner import LearnerSettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
 
@@ -125,6 +126,7 @@ class TurnOPDSettings(BaseSettings):
     eval: EvalSettings = Field(default_factory=EvalSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
+    learner: LearnerSettings = Field(default_factory=LearnerSettings)
 
     @classmethod
     def settings_customise_sources(

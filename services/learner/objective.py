@@ -1,0 +1,103 @@
+"""The OPD objective on a batch of LearnerSamples (torch, no Ray): forward, top-K reverse KL, weights.
+
+Position p of a sample is supervised by the logits at p-1 (they predict token p). The loss is
+``sum_i w_i * r_i * KL_i`` over supervised tokens, with w the blended weights computed for the
+whole batch by the orchestrator and r the clipped importance ratio (no gradient).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from services.contracts.learner import LearnerSample
+from services.contracts.records import TrajectoryTurnStats
+from services.learner.topk_kl import TopKSupport, clipped_importance_ratio, topk_reverse_kl, weighted_opd_loss
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    input_ids_B_T: Tensor
+    attention_mask_B_T: Tensor
+    row_N: Tensor  # which padded row each supervised token is in
+    logit_pos_N: Tensor  # p - 1: the logits that predict the token
+    target_N: Tensor  # the token actually there
+    top_ids_N_K: Tensor
+    top_logprobs_N_K: Tensor
+    weights_N: Tensor
+    sampler_logprobs_N: Tensor
+    counts: list[int]  # supervised tokens per sample, in order
+
+
+def collate(samples: Sequence[LearnerSample], pad_id: int, device: torch.device) -> MicroBatch:
+    """Right-pad the samples into one tensor batch and flatten their supervised positions."""
+    width = max(len(s.token_ids) for s in samples)
+    ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(samples), width), dtype=torch.long)
+    rows, pos = [], []
+    for b, s in enumerate(samples):
+        ids[b, : len(s.token_ids)] = torch.tensor(s.token_ids)
+        mask[b, : len(s.token_ids)] = 1
+        rows.append(torch.full((len(s.positions),), b, dtype=torch.long))
+        pos.append(torch.tensor(s.positions, dtype=torch.long))
+    row_N, pos_N = torch.cat(rows), torch.cat(pos)
+    top_ids = torch.cat([torch.from_numpy(s.teacher_top_ids.unpack().astype("int64")) for s in samples])
+    top_lp = torch.cat([torch.from_numpy(s.teacher_top_logprobs.unpack().astype("float32")) for s in samples])
+    return MicroBatch(
+        input_ids_B_T=ids.to(device),
+        attention_mask_B_T=mask.to(device),
+        row_N=row_N.to(device),
+        logit_pos_N=(pos_N - 1).to(device),
+        target_N=ids[row_N, pos_N].to(device),
+        top_ids_N_K=top_ids.to(device),
+        top_logprobs_N_K=top_lp.to(device),
+        weights_N=torch.tensor(
+            [w for s in samples for w in s.token_weights], dtype=torch.float32, device=device
+        ),
+        sampler_logprobs_N=torch.tensor(
+            [x for s in samples for x in s.sampler_logprobs], dtype=torch.float32, device=device
+        ),
+        counts=[len(s.positions) for s in samples],
+    )
+
+
+def micro_batch_loss(
+    model: nn.Module,
+    mb: MicroBatch,
+    support: TopKSupport,
+    clip_ratio: tuple[float, float],
+    loss_scale: float = 1.0,
+) -> tuple[Tensor, Tensor]:
+    """(loss to backprop, per-token reverse KL detached) for one micro-batch."""
+    logits_B_T_V = model(input_ids=mb.input_ids_B_T, attention_mask=mb.attention_mask_B_T).logits
+    logits_N_V = logits_B_T_V[mb.row_N, mb.logit_pos_N]
+    kl_N = topk_reverse_kl(logits_N_V, mb.top_ids_N_K, mb.top_logprobs_N_K, support)
+    token_lp_N = torch.log_softmax(logits_N_V.float(), dim=-1).gather(-1, mb.target_N[:, None]).squeeze(-1)
+    ratio_N = clipped_importance_ratio(token_lp_N, mb.sampler_logprobs_N, *clip_ratio)
+    loss = weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale
+    return loss, kl_N.detach()
+
+
+def plan_micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+    """Group sample indices, longest first, so each group's padded size (rows x max length) fits the budget."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= token_budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def turn_stats(sample: LearnerSample, kl_n: Tensor) -> TrajectoryTurnStats:
+    """Supervised tokens and summed token KL per turn of one sample."""
+    tokens = [0] * sample.num_turns
+    sums = [0.0] * sample.num_turns
+    for t, kl in zip(sample.turn_index, kl_n.tolist(), strict=True):
+        tokens[t] += 1
+        sums[t] += kl
+    return TrajectoryTurnStats(
+        turn_tokens=tokens, turn_kl_sum=sums, success=sample.success, truncated=sample.truncated
+    )

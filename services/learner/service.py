@@ -1,0 +1,130 @@
+"""The orchestrator's side of the learner: a Ray Train TorchTrainer fed one batch per step.
+
+``TorchTrainer.fit`` runs in a background thread; each rank has an inbox queue, all ranks share one
+outbox. ``step`` shards the batch over the ranks (balanced by tokens), waits for every rank's
+result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the new full weights.
+"""
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.train import FailureConfig, RunConfig, ScalingConfig
+from ray.train.torch import TorchTrainer
+from ray.util.queue import Empty, Queue
+
+from services.contracts.learner import LearnerBatch, LearnerRankResult, LearnerReady, LearnerStepResult
+from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
+from services.errors import TurnOPDError
+from services.learner.train_loop import train_loop
+from services.settings.tree import TurnOPDSettings
+
+
+def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
+    """Assign sample indices to ranks, longest first to the least-loaded rank."""
+    shards: list[list[int]] = [[] for _ in range(world)]
+    load = [0] * world
+    for i in sorted(range(len(lengths)), key=lambda j: -lengths[j]):
+        r = load.index(min(load))
+        shards[r].append(i)
+        load[r] += lengths[i]
+    return [sorted(s) for s in shards]
+
+
+class LearnerError(TurnOPDError, RuntimeError):
+    """The learner workers failed or stopped answering."""
+
+
+class Learner:
+    def __init__(self, settings: TurnOPDSettings, run_dir: Path, model_dir: Path) -> None:
+        self.settings = settings
+        self.world = settings.learner.num_workers
+        self.inboxes = [Queue() for _ in range(self.world)]
+        self.outbox = Queue()
+        self._error: BaseException | None = None
+        trainer = TorchTrainer(
+            train_loop,
+            train_loop_config={
+                "settings": settings,
+                "run_dir": str(run_dir),
+                "model_dir": str(model_dir),
+                "inboxes": self.inboxes,
+                "outbox": self.outbox,
+            },
+            scaling_config=ScalingConfig(num_workers=self.world, use_gpu=settings.learner.use_gpu),
+            run_config=RunConfig(
+                name="learner",
+                storage_path=str((run_dir / "ray_train").resolve()),
+                failure_config=FailureConfig(max_failures=0),
+            ),
+        )
+        self._thread = threading.Thread(target=self._fit, args=(trainer,), name="learner-fit", daemon=True)
+        self._thread.start()
+        ready = [self._get(LearnerReady) for _ in range(self.world)]
+        self.resumed_step = ready[0].resumed_step
+
+    def _fit(self, trainer: TorchTrainer) -> None:
+        try:
+            trainer.fit()
+        except BaseException as exc:  # surfaced to the caller by _get
+            self._error = exc
+
+    def _get(self, kind: type) -> Any:
+        waited = 0.0
+        while True:
+            try:
+                item, ref = self.outbox.get(timeout=5.0)
+            except Empty:
+                waited += 5.0
+                if self._error is not None or not self._thread.is_alive():
+                    raise LearnerError(f"learner workers stopped: {self._error!r}") from self._error
+                if waited >= self.settings.learner.step_timeout_s:
+                    raise LearnerError(f"no answer from the learner in {waited:.0f} s") from None
+                continue
+            if not isinstance(item, kind):
+                raise LearnerError(
+                    f"unexpected learner message {type(item).__name__}, wanted {kind.__name__}"
+                )
+            return (item, ref) if kind is LearnerRankResult else item
+
+    def step(self, batch: LearnerBatch) -> tuple[LearnerStepResult, Any]:
+        """Run one optimizer step; return the merged result and the ObjectRef of the new weights."""
+        shards = shard_by_tokens([len(s.token_ids) for s in batch.samples], self.world)
+        for inbox, ids in zip(self.inboxes, shards, strict=True):
+            inbox.put((batch.model_copy(update={"samples": [batch.samples[i] for i in ids]}), ids))
+        parts = [self._get(LearnerRankResult) for _ in range(self.world)]
+        results: list[LearnerRankResult] = [p[0] for p in parts]
+        weights_ref = next(ref for res, ref in parts if res.rank == 0)
+        by_sample: dict[int, TrajectoryTurnStats] = {}
+        for res in results:
+            by_sample.update(zip(res.sample_ids, res.turn_stats, strict=True))
+        tokens = sum(r.tokens for r in results)
+        merged = LearnerStepResult(
+            step=batch.step,
+            loss=sum(r.weighted_loss for r in results),
+            mean_kl=sum(r.kl_sum for r in results) / max(tokens, 1),
+            tokens=tokens,
+            grad_norm=next(r.grad_norm for r in results if r.rank == 0),
+            weights_version=batch.step,
+            turn_stats=TurnStatsRecord(
+                step=batch.step,
+                probe=batch.probe,
+                alpha=batch.alpha,
+                h_roll=batch.h_roll,
+                trajectories=[by_sample[i] for i in range(len(batch.samples))],
+            ),
+            forward_backward_s=max(r.forward_backward_s for r in results),
+            optimizer_s=max(r.optimizer_s for r in results),
+        )
+        return merged, weights_ref
+
+    def close(self) -> None:
+        """Stop the workers and wait for the trainer to finish."""
+        for inbox in self.inboxes:
+            inbox.put(None)
+        self._thread.join(timeout=120)
+        for q in [*self.inboxes, self.outbox]:
+            q.shutdown()
+        if ray.is_initialized() and self._error is not None:
+            raise LearnerError(f"learner workers failed: {self._error!r}") from self._error

@@ -1,0 +1,168 @@
+"""The Ray Train worker loop: FSDP2 student, AdamW, one optimizer step per LearnerBatch shard.
+
+Each rank reads its shard of step k from its own queue, runs the micro-batches (loss scaled by the
+world size: FSDP averages gradients across ranks while the objective is a sum over the global
+batch), clips, steps, publishes the full weights (rank 0: ``ray.put``) and checkpoints every
+``checkpoint_every`` steps. On start it resumes from the run directory's latest checkpoint and
+announces the step it resumed at, so the orchestrator sends nothing twice.
+"""
+
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_optimizer_state_dict,
+)
+
+from services.contracts.learner import LearnerBatch, LearnerRankResult, LearnerReady
+from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
+from services.learner.fsdp import apply_fsdp
+from services.learner.objective import collate, micro_batch_loss, plan_micro_batches, turn_stats
+from services.settings.tree import TurnOPDSettings
+
+FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def _load_student(path: Path, dtype: str) -> torch.nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    return model
+
+
+def _device(use_gpu: bool) -> torch.device:
+    if use_gpu:
+        import ray.train.torch
+
+        return ray.train.torch.get_device()
+    return torch.device("cpu")
+
+
+def train_loop(config: dict[str, Any]) -> None:
+    """Entry point of each Ray Train worker; ``config`` holds settings, paths and the queues."""
+    settings: TurnOPDSettings = config["settings"]
+    run_dir = Path(config["run_dir"])
+    base_model = Path(config["model_dir"])
+    inbox = config["inboxes"][dist.get_rank()]
+    outbox = config["outbox"]
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = _device(settings.learner.use_gpu)
+    torch.manual_seed(settings.run.seed)
+
+    resume = latest_checkpoint(run_dir)
+    model = _load_student(resume or base_model, settings.learner.dtype).to(device)
+    apply_fsdp(model)
+    model.train()
+    optim = torch.optim.AdamW(
+        model.parameters(), lr=settings.optim.lr, weight_decay=settings.optim.weight_decay
+    )
+    resumed_step = 0
+    if resume is not None:
+        set_optimizer_state_dict(
+            model, optim, torch.load(resume / "optimizer.pt", weights_only=False), options=FULL_CPU
+        )
+        torch.set_rng_state(torch.load(resume / "rng.pt")["torch"])
+        resumed_step = int(read_state(resume)["step"])
+    outbox.put((LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step), None))
+
+    while True:
+        message = inbox.get()
+        if message is None:
+            return
+        batch: LearnerBatch
+        batch, sample_ids = message
+        result, weights = _step(model, optim, batch, sample_ids, settings, device, world)
+        if result.step % settings.learner.checkpoint_every == 0:
+            _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
+        ref = ray.put(weights) if rank == 0 else None
+        outbox.put((result, ref))
+
+
+def _step(
+    model: torch.nn.Module,
+    optim: torch.optim.Optimizer,
+    batch: LearnerBatch,
+    sample_ids: list[int],
+    settings: TurnOPDSettings,
+    device: torch.device,
+    world: int,
+) -> tuple[LearnerRankResult, dict[str, torch.Tensor] | None]:
+    t0 = time.perf_counter()
+    pad_id = 0
+    samples = batch.samples
+    kl_by_sample: list[torch.Tensor] = [torch.empty(0)] * len(samples)
+    weighted, kl_sum, tokens = 0.0, 0.0, 0
+    groups = plan_micro_batches([len(s.token_ids) for s in samples], settings.learner.token_budget)
+    for group in groups:
+        mb = collate([samples[i] for i in group], pad_id, device)
+        loss, kl_N = micro_batch_loss(
+            model, mb, settings.distill.topk_support, settings.distill.clip_ratio, loss_scale=float(world)
+        )
+        loss.backward()
+        weighted += loss.item() / world
+        kl_sum += kl_N.sum().item()
+        tokens += kl_N.numel()
+        for i, part in zip(group, torch.split(kl_N.cpu(), mb.counts), strict=True):
+            kl_by_sample[i] = part
+    # Every rank must run the same number of forward/backward passes (each is a collective under
+    # FSDP): ranks with fewer micro-batches pad with zero-loss passes on a 2-token dummy input.
+    most = torch.tensor([len(groups)], device=device)
+    dist.all_reduce(most, op=dist.ReduceOp.MAX)
+    for _ in range(int(most.item()) - len(groups)):
+        dummy = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
+        (model(input_ids=dummy).logits.sum() * 0.0).backward()
+    t1 = time.perf_counter()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.optim.grad_clip)
+    if hasattr(grad_norm, "full_tensor"):
+        grad_norm = grad_norm.full_tensor()
+    optim.step()
+    optim.zero_grad(set_to_none=True)
+    weights: dict[str, torch.Tensor] = dict(get_model_state_dict(model, options=FULL_CPU))  # type: ignore[arg-type]
+    if getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        # Tied heads are the embedding; whether the state dict lists them depends on the world size.
+        weights.pop("lm_head.weight", None)
+    t2 = time.perf_counter()
+    result = LearnerRankResult(
+        step=batch.step,
+        rank=dist.get_rank(),
+        sample_ids=sample_ids,
+        turn_stats=[turn_stats(s, kl) for s, kl in zip(samples, kl_by_sample, strict=True)],
+        weighted_loss=weighted,
+        kl_sum=kl_sum,
+        tokens=tokens,
+        grad_norm=float(grad_norm),
+        forward_backward_s=t1 - t0,
+        optimizer_s=t2 - t1,
+    )
+    return result, weights if dist.get_rank() == 0 else None
+
+
+def _checkpoint(
+    model: torch.nn.Module,
+    optim: torch.optim.Optimizer,
+    step: int,
+    settings: TurnOPDSettings,
+    run_dir: Path,
+    base_model: Path,
+    weights: dict[str, torch.Tensor] | None,
+) -> None:
+    optim_state = get_optimizer_state_dict(model, optim, options=FULL_CPU)
+    if dist.get_rank() == 0 and weights is not None:
+        save_checkpoint(
+            run_dir,
+            step,
+            model,
+            weights,
+            optim_state,
+            settings.run.run_id or "run",
+            base_model,
+            settings.learner.keep_checkpoints,
+        )
+    dist.barrier()

@@ -1,0 +1,17 @@
+"""Settings of the learner (Ray Train workers with FSDP2)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from services.settings.section import Section
+
+
+class LearnerSettings(Section):
+    num_workers: int = Field(1, ge=1, description="Ray Train workers (FSDP2 ranks).")
+    use_gpu: bool = Field(False, description="One GPU per worker and NCCL; False: CPU and gloo.")
+    dtype: Literal["float32", "bfloat16"] = Field("float32", description="Parameter dtype of the student.")
+    token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
+    checkpoint_every: int = Field(10, ge=1, description="Save a checkpoint every N optimizer steps.")
+    keep_checkpoints: int = Field(2, ge=1, description="How many recent checkpoints to keep on disk.")
+    step_timeout_s: float = Field(1800.0, gt=0.0, description="Max seconds to wait for one optimizer step.")
