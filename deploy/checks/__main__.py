@@ -8,17 +8,28 @@ Exit status 1 when anything is wrong (one line per problem, with the field path)
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from deploy.checks.consistency import check_images, check_ray_version, check_references, dockerfile_ray_version
+from deploy.checks.consistency import (
+    check_images,
+    check_ray_version,
+    check_references,
+    dockerfile_ray_version,
+)
 from deploy.checks.kubernetes import REPO_ROOT, Resource, schemas_root, validate_resources
 from deploy.checks.problem import Problem
 from deploy.checks.ray_configs import load_yaml, validate_ray_up_config, validate_serve_config
 from deploy.checks.render import render
-from deploy.checks.sizing import check_kuberay_sizing, check_onprem_sizing, check_ray_up_sizing, cluster_sizing
+from deploy.checks.sizing import (
+    check_kuberay_sizing,
+    check_onprem_sizing,
+    check_ray_up_sizing,
+    cluster_sizing,
+)
 
 OVERLAYS_DIR = REPO_ROOT / "k8s" / "overlays"
 RAY_UP_DIR = REPO_ROOT / "deploy" / "ray-up"
@@ -43,10 +54,12 @@ def ray_up_configs() -> list[Path]:
     return sorted(RAY_UP_DIR.glob("*.yaml"))
 
 
-def check_rendered(where: str, resources: list[Resource], schema_root: Path) -> list[Problem]:
+def check_rendered(where: str, resources: Sequence[Resource], schema_root: Path) -> list[Problem]:
     """All checks of one rendered overlay."""
     ray_version = dockerfile_ray_version(DOCKERFILE.read_text())
     problems = validate_resources(where, resources, schema_root)
+    if problems:  # the cross-checks below assume well-formed resources
+        return problems
     problems += check_kuberay_sizing(where, resources)
     problems += check_references(where, resources)
     problems += check_images(where, resources)
@@ -76,6 +89,8 @@ def check_ray_up(path: Path, config: dict[str, Any]) -> list[Problem]:
     """Schema, Ray's own checks, and sizing against the run config it deploys."""
     where = relative(path)
     problems = validate_ray_up_config(where, config)
+    if problems:  # sizing assumes a well-formed config
+        return problems
     sizing = cluster_sizing(run_config_of(config).read_text())
     if config["provider"]["type"] == "local":
         pool_map = json.loads(path.with_name(f"{path.stem}-pools.json").read_text())

@@ -3,7 +3,7 @@ the documented out-of-band Secrets), every Ray pod runs the image built by deplo
 and the clusters' rayVersion is the Ray that image installs."""
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from deploy.checks.kubernetes import Resource, resource_id
@@ -65,7 +65,7 @@ def _monitor_secret_refs(resource: Resource) -> Iterator[tuple[str, str, str, st
             yield path, "Secret", credentials["name"], credentials["key"]
 
 
-def check_references(where: str, resources: list[Resource]) -> list[Problem]:
+def check_references(where: str, resources: Sequence[Resource]) -> list[Problem]:
     """Referenced ConfigMaps and PVCs exist in the render; Secrets exist or are documented external."""
     present: dict[tuple[str, str], set[str]] = {}
     for resource in resources:
@@ -81,9 +81,13 @@ def check_references(where: str, resources: list[Resource]) -> list[Problem]:
             if keys is None and kind == "Secret" and name in EXTERNAL_SECRETS:
                 keys = set(EXTERNAL_SECRETS[name])  # created before applying (docs/deploy.md)
             if keys is None:
-                problems.append(Problem(where, resource_id(resource), path, f"{kind} '{name}' is not defined"))
+                problems.append(
+                    Problem(where, resource_id(resource), path, f"{kind} '{name}' is not defined")
+                )
             elif key is not None and kind != "PersistentVolumeClaim" and key not in keys:
-                problems.append(Problem(where, resource_id(resource), path, f"{kind} '{name}' has no key '{key}'"))
+                problems.append(
+                    Problem(where, resource_id(resource), path, f"{kind} '{name}' has no key '{key}'")
+                )
     return problems
 
 
@@ -95,7 +99,7 @@ def image_repository(image: str) -> str:
     return "/".join(name.split("/")[-2:])
 
 
-def check_images(where: str, resources: list[Resource]) -> list[Problem]:
+def check_images(where: str, resources: Sequence[Resource]) -> list[Problem]:
     """Every container of a TurnOPD pod (not Redis) runs one and the same TurnOPD image."""
     images: dict[str, tuple[str, str]] = {}
     for resource in resources:
@@ -122,7 +126,7 @@ def dockerfile_ray_version(dockerfile: str) -> str:
     return match.group(1)
 
 
-def check_ray_version(where: str, resources: list[Resource], ray_version: str) -> list[Problem]:
+def check_ray_version(where: str, resources: Sequence[Resource], ray_version: str) -> list[Problem]:
     """RayCluster / RayService rayVersion equals the Ray the image installs."""
     problems = []
     for resource in resources:
@@ -131,6 +135,12 @@ def check_ray_version(where: str, resources: list[Resource], ray_version: str) -
                 continue
             spec = resource["spec"] if kind == "RayCluster" else resource["spec"]["rayClusterConfig"]
             if spec.get("rayVersion") != ray_version:
-                problems.append(Problem(where, resource_id(resource), f"{prefix}.rayVersion",
-                                        f"{spec.get('rayVersion')!r}, but deploy/Dockerfile installs {ray_version}"))
+                problems.append(
+                    Problem(
+                        where,
+                        resource_id(resource),
+                        f"{prefix}.rayVersion",
+                        f"{spec.get('rayVersion')!r}, but deploy/Dockerfile installs {ray_version}",
+                    )
+                )
     return problems

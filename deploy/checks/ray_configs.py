@@ -40,8 +40,16 @@ def validate_ray_up_config(where: str, config: dict[str, Any]) -> list[Problem]:
     quiet.setLevel(logging.ERROR)  # `ray up`'s progress notes are not findings
     try:
         validate_config(prepare_config(config))
-    except (ValueError, RuntimeError, AssertionError, click.ClickException, jsonschema.ValidationError) as exc:
-        message = exc.message if isinstance(exc, (click.ClickException, jsonschema.ValidationError)) else str(exc)
+    except (
+        ValueError,
+        RuntimeError,
+        AssertionError,
+        click.ClickException,
+        jsonschema.ValidationError,
+    ) as exc:
+        message = (
+            exc.message if isinstance(exc, (click.ClickException, jsonschema.ValidationError)) else str(exc)
+        )
         return [Problem(where, resource, "", f"rejected by ray up: {message}")]
     finally:
         quiet.setLevel(level)
@@ -53,9 +61,7 @@ def validate_serve_config(where: str, config: dict[str, Any]) -> list[Problem]:
     try:
         ServeDeploySchema.model_validate(config)
     except pydantic.ValidationError as exc:
-        return [
-            Problem(where, "serve-config", field_path(err["loc"]), err["msg"]) for err in exc.errors()
-        ]
+        return [Problem(where, "serve-config", field_path(err["loc"]), err["msg"]) for err in exc.errors()]
     return []
 
 

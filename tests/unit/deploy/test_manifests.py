@@ -77,8 +77,10 @@ def test_network_policies_admit_only_turnopd_pods(rendered: dict[str, Resources]
     resources = rendered["gpu-cluster"]
     redis = find(resources, "NetworkPolicy", "turnopd-redis")["spec"]
     assert redis["ingress"] == [
-        {"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "turnopd"}}}],
-         "ports": [{"protocol": "TCP", "port": 6379}]}
+        {
+            "from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "turnopd"}}}],
+            "ports": [{"protocol": "TCP", "port": 6379}],
+        }
     ]
     # every Ray pod and submitter is part-of=turnopd, so the policies admit them
     cluster = find(resources, "RayCluster")["spec"]
@@ -108,25 +110,61 @@ def test_dev_overlay_is_cpu_only_with_generated_secrets(rendered: dict[str, Reso
 
 # (kind, name, mutation, expected path in the message)
 MUTATIONS = [
-    ("RayCluster", "turnopd", lambda r: r["spec"]["workerGroupSpecs"][0].update(replicas="eight"),
-     "RayCluster/turnopd: spec.workerGroupSpecs[0].replicas: 'eight' is not of type 'integer'"),
-    ("RayCluster", "turnopd", lambda r: r["spec"]["workerGroupSpecs"][2].update(maxReplica=4),
-     "RayCluster/turnopd: spec.workerGroupSpecs[2].maxReplica: unknown field"),
-    ("RayCluster", "turnopd",
-     lambda r: r["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0].update(imagePullPolicy=1),
-     "spec.headGroupSpec.template.spec.containers[0].imagePullPolicy: 1 is not of type 'string'"),
-    ("RayJob", "turnopd-train", lambda r: r["spec"].update(shutdownAfterJobFinishes="yes"),
-     "RayJob/turnopd-train: spec.shutdownAfterJobFinishes: 'yes' is not of type 'boolean'"),
-    ("PodMonitor", "turnopd-ray", lambda r: r["spec"]["podMetricsEndpoints"][0].update(prot="metrics"),
-     "PodMonitor/turnopd-ray: spec.podMetricsEndpoints[0].prot: unknown field"),
-    ("StatefulSet", "turnopd-redis", lambda r: r["spec"].update(replicas="1"),
-     "StatefulSet/turnopd-redis: spec.replicas: '1' is not of type 'integer', 'null'"),
-    ("NetworkPolicy", "turnopd-redis", lambda r: r["spec"].update(ingres=[]),
-     "NetworkPolicy/turnopd-redis: spec.ingres: unknown field"),
-    ("PersistentVolumeClaim", "turnopd-runs", lambda r: r["spec"].update(accessModes="ReadWriteMany"),
-     "PersistentVolumeClaim/turnopd-runs: spec.accessModes: 'ReadWriteMany' is not of type 'array', 'null'"),
-    ("RayCluster", "turnopd", lambda r: r["metadata"].setdefault("labels", {}).update(tier=3),
-     "RayCluster/turnopd: metadata.labels.tier: 3 is not of type 'string', 'null'"),
+    (
+        "RayCluster",
+        "turnopd",
+        lambda r: r["spec"]["workerGroupSpecs"][0].update(replicas="eight"),
+        "RayCluster/turnopd: spec.workerGroupSpecs[0].replicas: 'eight' is not of type 'integer'",
+    ),
+    (
+        "RayCluster",
+        "turnopd",
+        lambda r: r["spec"]["workerGroupSpecs"][2].update(maxReplica=4),
+        "RayCluster/turnopd: spec.workerGroupSpecs[2].maxReplica: unknown field",
+    ),
+    (
+        "RayCluster",
+        "turnopd",
+        lambda r: r["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0].update(imagePullPolicy=1),
+        "spec.headGroupSpec.template.spec.containers[0].imagePullPolicy: 1 is not of type 'string'",
+    ),
+    (
+        "RayJob",
+        "turnopd-train",
+        lambda r: r["spec"].update(shutdownAfterJobFinishes="yes"),
+        "RayJob/turnopd-train: spec.shutdownAfterJobFinishes: 'yes' is not of type 'boolean'",
+    ),
+    (
+        "PodMonitor",
+        "turnopd-ray",
+        lambda r: r["spec"]["podMetricsEndpoints"][0].update(prot="metrics"),
+        "PodMonitor/turnopd-ray: spec.podMetricsEndpoints[0].prot: unknown field",
+    ),
+    (
+        "StatefulSet",
+        "turnopd-redis",
+        lambda r: r["spec"].update(replicas="1"),
+        "StatefulSet/turnopd-redis: spec.replicas: '1' is not of type 'integer', 'null'",
+    ),
+    (
+        "NetworkPolicy",
+        "turnopd-redis",
+        lambda r: r["spec"].update(ingres=[]),
+        "NetworkPolicy/turnopd-redis: spec.ingres: unknown field",
+    ),
+    (
+        "PersistentVolumeClaim",
+        "turnopd-runs",
+        lambda r: r["spec"].update(accessModes="ReadWriteMany"),
+        "PersistentVolumeClaim/turnopd-runs: spec.accessModes: "
+        "'ReadWriteMany' is not of type 'array', 'null'",
+    ),
+    (
+        "RayCluster",
+        "turnopd",
+        lambda r: r["metadata"].setdefault("labels", {}).update(tier=3),
+        "RayCluster/turnopd: metadata.labels.tier: 3 is not of type 'string', 'null'",
+    ),
 ]
 
 
@@ -145,12 +183,16 @@ def test_broken_field_fails_with_its_path(
 def test_unknown_kind_is_a_problem(rendered: dict[str, Resources], schema_root: Path) -> None:
     stray = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     problems = validate_resources("x", [stray], schema_root)
-    assert [str(p) for p in problems] == ["x: Widget/w: apiVersion: no CRD schema for ('example.com/v1', 'Widget')"]
+    assert [str(p) for p in problems] == [
+        "x: Widget/w: apiVersion: no CRD schema for ('example.com/v1', 'Widget')"
+    ]
 
 
-def test_missing_schemas_say_where_they_were_expected(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_schemas_say_where_they_were_expected(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("TURNOPD_SCHEMAS_DIR", str(tmp_path / "nowhere"))
-    with pytest.raises(SchemasMissingError, match="nowhere.*shared/ beside the repository"):
+    with pytest.raises(SchemasMissingError, match=r"nowhere.*shared/ beside the repository"):
         schemas_root()
 
 
