@@ -1,0 +1,1 @@
+"""Deployment assets of TurnOPD (manifests, cluster configs) and their offline checks."""
