@@ -7,8 +7,8 @@ PY=${PYTHON:-python3}
 
 bash scripts/setup.sh
 echo "== ruff"
-"$PY" -m ruff check services tests bench scripts
-"$PY" -m ruff format --check services tests bench scripts
+"$PY" -m ruff check services tests bench scripts deploy
+"$PY" -m ruff format --check services tests bench scripts deploy
 echo "== mypy (services/)"
 "$PY" -m mypy
 echo "== pytest"

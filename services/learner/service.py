@@ -39,7 +39,8 @@ class LearnerError(TurnOPDError, RuntimeError):
 class Learner:
     def __init__(self, settings: TurnOPDSettings, run_dir: Path, model_dir: Path) -> None:
         self.settings = settings
-        self.world = settings.learner.num_workers
+        cluster = settings.cluster
+        self.world = cluster.learner_workers
         self.inboxes = [Queue() for _ in range(self.world)]
         self.outbox = Queue()
         self._error: BaseException | None = None
@@ -52,7 +53,15 @@ class Learner:
                 "inboxes": self.inboxes,
                 "outbox": self.outbox,
             },
-            scaling_config=ScalingConfig(num_workers=self.world, use_gpu=settings.learner.use_gpu),
+            scaling_config=ScalingConfig(
+                num_workers=self.world,
+                use_gpu=cluster.learner_gpus_per_worker > 0,
+                resources_per_worker={
+                    "CPU": 1,
+                    **({"GPU": cluster.learner_gpus_per_worker} if cluster.learner_gpus_per_worker else {}),
+                    **({"learner_pool": 1} if cluster.pool_resources else {}),
+                },
+            ),
             run_config=RunConfig(
                 name="learner",
                 storage_path=str((run_dir / "ray_train").resolve()),

@@ -53,7 +53,7 @@ def train_loop(config: dict[str, Any]) -> None:
     inbox = config["inboxes"][dist.get_rank()]
     outbox = config["outbox"]
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = _device(settings.learner.use_gpu)
+    device = _device(settings.cluster.learner_gpus_per_worker > 0)
     torch.manual_seed(settings.run.seed)
 
     resume = latest_checkpoint(run_dir)

@@ -8,8 +8,6 @@ from services.settings.section import Section
 
 
 class LearnerSettings(Section):
-    num_workers: int = Field(1, ge=1, description="Ray Train workers (FSDP2 ranks).")
-    use_gpu: bool = Field(False, description="One GPU per worker and NCCL; False: CPU and gloo.")
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="Parameter dtype of the student.")
     token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
     checkpoint_every: int = Field(10, ge=1, description="Save a checkpoint every N optimizer steps.")

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
 from services.settings.learner import LearnerSettings
 from services.settings.section import Section
@@ -127,6 +128,7 @@ class TurnOPDSettings(BaseSettings):
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     learner: LearnerSettings = Field(default_factory=LearnerSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
 
     @classmethod
     def settings_customise_sources(

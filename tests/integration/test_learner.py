@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 def settings_for(workers: int) -> TurnOPDSettings:
     s = TurnOPDSettings()
-    s.learner.num_workers = workers
+    s.cluster.learner_workers = workers
     s.learner.checkpoint_every = 2
     s.learner.token_budget = 64
     s.optim.lr = 1e-3

@@ -132,12 +132,15 @@ def test_cluster_section_keys_are_required() -> None:
 
 @pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda p: p.parent.name)
 def test_run_configs_load_as_turnopd_settings(path: Path) -> None:
-    # [cluster] is deployment sizing, read by these checks; the rest is the TurnOPD settings tree.
+    # The whole file, [cluster] included, is one TurnOPD settings tree; the checks read the same numbers.
     values = tomllib.loads(path.read_text())
-    values.pop("cluster")
-    settings = load_settings(None, overrides=values)
+    settings = load_settings(path)
     assert settings.run.method == "turnopd"
     assert settings.optim.steps == values["optim"]["steps"]
+    assert settings.cluster.pool_resources is True
+    sizing = cluster_sizing(path.read_text())
+    assert sizing["learner"].workers == settings.cluster.learner_workers
+    assert sizing["rollout"].gpus_per_worker == settings.cluster.rollout_gpus_per_worker
 
 
 def test_paper_cluster_config_agrees_with_configs_paper_alfworld() -> None:
