@@ -17,9 +17,10 @@ app = typer.Typer(
 
 def _register() -> None:
     # Command groups live in their own modules (`services/cli/*_cmd.py`); each exposes a typer app.
-    from services.cli import controller_cmd, diagnose_cmd
+    from services.cli import controller_cmd, diagnose_cmd, models_cmd
 
     app.add_typer(controller_cmd.app, name="controller")
+    app.add_typer(models_cmd.app, name="models")
     app.command("diagnose")(diagnose_cmd.diagnose)
 
 
