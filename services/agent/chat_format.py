@@ -118,19 +118,23 @@ class ChatFormat:
         return text[end + len(END_OF_TURN) :]
 
     def full_text(self, user_message: str, turns: Sequence[tuple[str, str | None]]) -> str:
-        """The whole conversation rendered in one call (responses as text); for checks and display."""
+        """The whole conversation rendered in one call (responses as text); for checks and display.
+
+        Only the last turn may lack an observation; the text then ends at that response's <|im_end|>.
+        """
         messages = initial_messages(self.system_prompt, user_message)
         for response, observation in turns:
             messages.append({"role": "assistant", "content": response})
             if observation is not None:
                 messages.append({"role": "tool", "content": observation})
-        ends_with_observation = bool(turns) and turns[-1][1] is not None
-        return _render(
+        ends_with_response = bool(turns) and turns[-1][1] is None
+        text = _render(
             self.tokenizer,
             messages,
             tools=[self.tool.json_schema()],
-            add_generation_prompt=ends_with_observation or not turns,
+            add_generation_prompt=not ends_with_response,
         )
+        return text[: text.rfind(END_OF_TURN) + len(END_OF_TURN)] if ends_with_response else text
 
     def start(self, user_message: str) -> "Conversation":
         """A conversation holding the prompt ids, ready for the first response."""

@@ -116,6 +116,8 @@ ParseResult = ParsedAction | ParseFailure
 def format_tool_call(action: str, tool: ToolSpec = ALFWORLD_STEP) -> str:
     """The ``<tool_call>`` block carrying ``action`` (compact JSON, as Qwen3 writes it)."""
     payload = json.dumps({"name": tool.name, "arguments": {tool.argument: action}}, ensure_ascii=False)
+    # "<\/" is JSON for "</": a closing tag inside the action cannot end the block early.
+    payload = payload.replace("</", "<\\/")
     return f"{TOOL_CALL_OPEN}\n{payload}\n{TOOL_CALL_CLOSE}"
 
 
