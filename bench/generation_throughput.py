@@ -1,8 +1,10 @@
-"""Batched generation throughput: the transformers engine vs one bare ``model.generate`` call.
+"""Generation throughput of the transformers engine, measured side by side in one run.
 
-Both sample at temperature 1 (no top-k/top-p) from the same left-padded prompts with a KV cache;
-``model.generate`` also returns its processed scores, from which it would take the log-probs.
-Tokens are counted per request up to and including its stop token.
+1. One batched call: the engine vs one bare ``model.generate`` call on the same prompts. Both
+   sample at temperature 1 (no top-k/top-p) with a KV cache; ``model.generate`` also returns its
+   processed scores (what it would take log-probs from). Tokens count up to and including a stop.
+2. Multi-turn episodes: each turn's prompt is the previous prompt + response + an observation;
+   the engine with its cross-turn prefix cache vs the same engine without it.
 
     PYTHONPATH=$PWD python bench/generation_throughput.py [--model teacher] [--batch 16] [--new 64]
 """
@@ -59,6 +61,23 @@ def _generate_tokens(engine: TransformersEngine, prompts: list[list[int]], new: 
     return total
 
 
+def _episodes_rate(engine: TransformersEngine, prompts: list[list[int]], turns: int, new: int) -> float:
+    """Generated tokens per second over ``turns`` turns of every episode (observations: 40 random ids)."""
+    rng = random.Random(1)
+    vocab = engine.model.config.vocab_size
+    conversations = [list(p) for p in prompts]
+    generated = 0
+    start = time.perf_counter()
+    for turn in range(turns):
+        params = GenerationParams(max_new_tokens=new, temperature=1.0, seed=turn)
+        gens = engine.generate(conversations, params)
+        for conversation, gen in zip(conversations, gens, strict=True):
+            conversation.extend(gen.token_ids)
+            conversation.extend(rng.randrange(3, vocab) for _ in range(40))
+            generated += len(gen.token_ids)
+    return generated / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="teacher", choices=["teacher", "student"])
@@ -68,6 +87,7 @@ def main() -> None:
     parser.add_argument("--prompt-max", type=int, default=600)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--turns", type=int, default=6, help="turns per episode in the multi-turn part")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     build_zoo()
@@ -92,6 +112,15 @@ def main() -> None:
     print(f"engine           {best['engine']:9.1f} tokens/s")
     print(f"model.generate   {best['generate']:9.1f} tokens/s")
     print(f"ratio engine/generate = {best['engine'] / best['generate']:.2f}")
+
+    cached = TransformersEngine(engine.model, engine.stop_token_ids, pad, prefix_cache_bytes=512 << 20)
+    short = _prompts(args.batch, engine.model.config.vocab_size, 150, 300, seed=2)
+    with_cache = _episodes_rate(cached, short, args.turns, args.new)
+    without = _episodes_rate(engine, short, args.turns, args.new)
+    print(f"multi-turn: {args.batch} episodes x {args.turns} turns, prompts [150,300], observations 40")
+    print(f"engine, prefix cache     {with_cache:9.1f} tokens/s  ({cached.prefilled_tokens} prefilled)")
+    print(f"engine, no prefix cache  {without:9.1f} tokens/s")
+    print(f"ratio cache/no cache = {with_cache / without:.2f}")
 
 
 if __name__ == "__main__":

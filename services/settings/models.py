@@ -34,6 +34,9 @@ class ModelsSettings(Section):
     )
     engine: EngineKind = Field("transformers", description="Rollout generation engine.")
     max_new_tokens: int = Field(96, ge=1, le=32768, description="Token limit of one assistant response.")
+    prefix_cache_mb: int = Field(
+        256, ge=0, description="Transformers engine: memory for KV states reused across turns (0: off)."
+    )
     vllm_gpu_memory_utilization: float = Field(
         0.5, gt=0.0, le=1.0, description="Share of GPU memory a vLLM engine may take (weights + KV cache)."
     )

@@ -15,6 +15,7 @@ def make_engine(
     dtype: str = "float32",
     seed: int = 0,
     cache_dir: Path | None = None,
+    prefix_cache_mb: int = 0,
     gpu_memory_utilization: float = 0.5,
 ) -> GenerationEngine:
     """A ``GenerationEngine`` of ``kind`` over the model ``reference`` (zoo name or checkpoint path)."""
@@ -23,7 +24,12 @@ def make_engine(
             from services.rollout_worker.engines.transformers_engine import TransformersEngine
 
             return TransformersEngine.from_pretrained(
-                reference, device=device, dtype=dtype, seed=seed, cache_dir=cache_dir
+                reference,
+                device=device,
+                dtype=dtype,
+                seed=seed,
+                cache_dir=cache_dir,
+                prefix_cache_mb=prefix_cache_mb,
             )
         case "vllm":
             from services.rollout_worker.engines.vllm_engine import VLLMEngine
@@ -48,5 +54,6 @@ def engine_from_settings(settings: ModelsSettings, reference: str, seed: int) ->
         dtype=settings.dtype,
         seed=seed,
         cache_dir=settings.cache_dir,
+        prefix_cache_mb=settings.prefix_cache_mb,
         gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
     )
