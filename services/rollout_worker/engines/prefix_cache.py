@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from transformers import DynamicCache
 
 
+_SIGNATURE_TOKENS = 8
+
+
+def _signature(token_ids: Sequence[int], length: int) -> tuple[int, tuple[int, ...]]:
+    return length, tuple(token_ids[max(0, length - _SIGNATURE_TOKENS) : length])
+
+
 @dataclass(frozen=True)
 class CachedPrefix:
     """The keys and values (per layer, ``[kv_heads, len(token_ids), head_dim]``) of ``token_ids``."""
@@ -71,6 +78,8 @@ class PrefixKVStore:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[int, ...], CachedPrefix] = OrderedDict()
+        # (length, last tokens) -> entries: a lookup hashes a few tokens per stored length, not whole prefixes
+        self._index: dict[tuple[int, tuple[int, ...]], set[tuple[int, ...]]] = {}
         self._lengths: dict[int, int] = {}  # entry length -> number of entries of that length
         self._bytes = 0
 
@@ -86,10 +95,10 @@ class PrefixKVStore:
         for length in sorted(self._lengths, reverse=True):
             if length >= len(prompt):
                 continue
-            entry = self._entries.get(tuple(prompt[:length]))
-            if entry is not None:
-                self._entries.move_to_end(entry.token_ids)
-                return entry
+            for token_ids in self._index.get(_signature(prompt, length), ()):
+                if all(a == b for a, b in zip(token_ids, prompt, strict=False)):
+                    self._entries.move_to_end(token_ids)
+                    return self._entries[token_ids]
         return None
 
     def add(self, entry: CachedPrefix) -> None:
@@ -98,6 +107,7 @@ class PrefixKVStore:
             return
         self._discard(entry.token_ids)
         self._entries[entry.token_ids] = entry
+        self._index.setdefault(_signature(entry.token_ids, len(entry.token_ids)), set()).add(entry.token_ids)
         self._lengths[len(entry.token_ids)] = self._lengths.get(len(entry.token_ids), 0) + 1
         self._bytes += entry.nbytes
         while self._bytes > self.max_bytes:
@@ -105,6 +115,7 @@ class PrefixKVStore:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._index.clear()
         self._lengths.clear()
         self._bytes = 0
 
@@ -113,6 +124,10 @@ class PrefixKVStore:
         if entry is None:
             return
         self._bytes -= entry.nbytes
+        signature = _signature(token_ids, len(token_ids))
+        self._index[signature].discard(token_ids)
+        if not self._index[signature]:
+            del self._index[signature]
         self._lengths[len(token_ids)] -= 1
         if not self._lengths[len(token_ids)]:
             del self._lengths[len(token_ids)]

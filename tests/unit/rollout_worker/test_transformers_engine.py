@@ -6,8 +6,9 @@ import torch
 
 from services.errors import ConflictError, InputError
 from services.models.loading import load_causal_lm, load_tokenizer
-from services.rollout_worker.engines import GenerationParams, make_engine
+from services.rollout_worker.engines import GenerationParams, engine_from_settings, make_engine
 from services.rollout_worker.engines.transformers_engine import TransformersEngine
+from services.settings.models import ModelsSettings
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +135,13 @@ def test_bad_prompts_and_params_are_input_errors(engine: TransformersEngine):
         GenerationParams(max_new_tokens=0)
     with pytest.raises(InputError):
         GenerationParams(max_new_tokens=1, temperature=-1.0)
+
+
+def test_the_settings_pick_the_engine_and_its_prefix_cache(zoo_cache: Path):
+    settings = ModelsSettings(cache_dir=zoo_cache, prefix_cache_mb=8)
+    built = engine_from_settings(settings, settings.student, seed=3)
+    assert isinstance(built, TransformersEngine)
+    prompt = list(range(3, 30))
+    gen = built.generate([prompt], GenerationParams(max_new_tokens=3, seed=0))[0]
+    built.generate([prompt + gen.token_ids + [7]], GenerationParams(max_new_tokens=1, seed=0))
+    assert built.prefilled_tokens == len(prompt) + 2  # the second prompt reused the first's states
