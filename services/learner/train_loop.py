@@ -25,16 +25,10 @@ from services.contracts.learner import LearnerBatch, LearnerRankResult, LearnerR
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp
 from services.learner.objective import collate, micro_batch_loss, plan_micro_batches, turn_stats
+from services.models.loading import load_causal_lm
 from services.settings.tree import TurnOPDSettings
 
 FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
-
-
-def _load_student(path: Path, dtype: str) -> torch.nn.Module:
-    from transformers import AutoModelForCausalLM
-
-    model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
-    return model
 
 
 def _device(use_gpu: bool) -> torch.device:
@@ -57,7 +51,7 @@ def train_loop(config: dict[str, Any]) -> None:
     torch.manual_seed(settings.run.seed)
 
     resume = latest_checkpoint(run_dir)
-    model = _load_student(resume or base_model, settings.learner.dtype).to(device)
+    model = load_causal_lm(str(resume or base_model), device=str(device), dtype=settings.learner.dtype)
     apply_fsdp(model)
     model.train()
     optim = torch.optim.AdamW(

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
 from services.settings.learner import LearnerSettings
+from services.settings.models import ModelsSettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
 
@@ -129,6 +130,7 @@ class TurnOPDSettings(BaseSettings):
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     learner: LearnerSettings = Field(default_factory=LearnerSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,168 @@
+"""Build the tiny model zoo into the cache: one tokenizer, then one checkpoint per zoo model.
+
+Each output directory carries a manifest (``turnopd_build.json``) naming what it was built from
+(seed, spec, corpus and tokenizer fingerprints). A directory whose manifest matches the request is
+reused; one that does not is only replaced with ``force``. Directories are written next to their
+final place and renamed in, so a crash never leaves a half-written checkpoint under a model name.
+"""
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from services.errors import ConflictError
+from services.models.corpus import alfworld_corpus
+from services.models.registry import models_dir
+from services.models.tokenizer_builder import train_tokenizer
+from services.models.zoo import init_model, qwen3_config, zoo_spec
+
+BUILD_FORMAT = 1
+MANIFEST = "turnopd_build.json"
+TOKENIZER_DIR = "tokenizer"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class BuiltArtifact:
+    """One zoo directory after a build: ``built`` is False when a matching cached one was reused."""
+
+    name: str
+    path: Path
+    built: bool
+    num_parameters: int | None = None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def corpus_fingerprint(texts: Sequence[str]) -> str:
+    """A hash of the training texts, order included."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def model_seed(seed: int, name: str) -> int:
+    """A per-model seed, so the teacher and student do not share an initial random stream."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:4], "big")
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    path = directory / MANIFEST
+    if not path.is_file():
+        return None
+    manifest: dict[str, Any] = json.loads(path.read_text())
+    return manifest
+
+
+def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _reusable(target: Path, wanted: dict[str, Any], force: bool) -> bool:
+    """True when ``target`` already holds exactly ``wanted``; refuse to clobber a different build."""
+    if force or not target.exists():
+        return False
+    if read_manifest(target) == wanted:
+        return True
+    raise ConflictError(f"{target} holds a different build (or foreign files); pass --force to replace it")
+
+
+def _install(build_in: Callable[[Path], None], target: Path) -> None:
+    """Run ``build_in(tmp)`` on a sibling temp dir, then swap it in place of ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; checkpoints are shared read-only artefacts
+    try:
+        build_in(tmp)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            target.rename(old / target.name)
+            shutil.rmtree(old)
+        tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def build_zoo(
+    cache_dir: Path | None = None,
+    seed: int = 0,
+    vocab_size: int = 2048,
+    force: bool = False,
+    names: Sequence[str] = ("teacher", "student"),
+    corpus: Iterable[str] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> list[BuiltArtifact]:
+    """Build (or reuse) the zoo tokenizer and the named checkpoints under ``<cache>/models/``.
+
+    ``corpus`` replaces the default synthetic ALFWorld text (``services.models.corpus``).
+    ``on_step`` is called with a short description before each step (for progress bars).
+    """
+    step = on_step or (lambda _: None)
+    root = models_dir(cache_dir)
+    step("synthesising the tokenizer corpus")
+    texts = list(alfworld_corpus(seed) if corpus is None else corpus)
+    tokenizer_dir = root / TOKENIZER_DIR
+    wanted: dict[str, Any] = {
+        "format": BUILD_FORMAT,
+        "kind": "tokenizer",
+        "vocab_size": vocab_size,
+        "corpus_sha256": corpus_fingerprint(texts),
+    }
+    step("training the tokenizer")
+    results = []
+    if _reusable(tokenizer_dir, wanted, force):
+        results.append(BuiltArtifact(TOKENIZER_DIR, tokenizer_dir, built=False))
+    else:
+
+        def write_tokenizer(tmp: Path) -> None:
+            train_tokenizer(texts, vocab_size).save_pretrained(tmp)
+            _write_manifest(tmp, wanted)
+
+        _install(write_tokenizer, tokenizer_dir)
+        results.append(BuiltArtifact(TOKENIZER_DIR, tokenizer_dir, built=True))
+    tokenizer_sha = _sha256((tokenizer_dir / TOKENIZER_FILE).read_bytes())
+    for name in names:
+        step(f"building the {name} checkpoint")
+        results.append(_build_model(root, name, seed, tokenizer_dir, tokenizer_sha, force))
+    return results
+
+
+def _build_model(
+    root: Path, name: str, seed: int, tokenizer_dir: Path, tokenizer_sha: str, force: bool
+) -> BuiltArtifact:
+    from transformers import AutoTokenizer
+
+    spec = zoo_spec(name)
+    target = root / name
+    wanted: dict[str, Any] = {
+        "format": BUILD_FORMAT,
+        "kind": "model",
+        "name": name,
+        "stage": "init",
+        "seed": seed,
+        "spec": spec.as_dict(),
+        "tokenizer_sha256": tokenizer_sha,
+    }
+    if _reusable(target, wanted, force):
+        return BuiltArtifact(name, target, built=False)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = qwen3_config(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
+    model = init_model(config, model_seed(seed, name))
+
+    def write_model(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        _write_manifest(tmp, wanted)
+
+    _install(write_model, target)
+    return BuiltArtifact(name, target, built=True, num_parameters=model.num_parameters())

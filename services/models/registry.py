@@ -1,0 +1,50 @@
+"""Where models live: the cache root, and a model name or path resolved to its checkpoint directory.
+
+A model reference is either a name of a checkpoint under ``<cache>/models/`` (``teacher``,
+``student``, or any name later steps save there) or a path to a Hugging Face checkpoint directory
+(real Qwen3 checkpoints included). References containing a path separator, or starting with
+``.`` or ``~``, are paths.
+"""
+
+import os
+from pathlib import Path
+
+from services.errors import InputError, NotFoundError
+
+CACHE_ENV = "TURNOPD_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path("~/.cache/turnopd")
+
+
+def resolve_cache_dir(configured: Path | None = None) -> Path:
+    """The cache root: ``configured`` if given, else ``$TURNOPD_CACHE_DIR``, else ``~/.cache/turnopd``."""
+    if configured is not None:
+        return configured.expanduser()
+    from_env = os.environ.get(CACHE_ENV)
+    return Path(from_env).expanduser() if from_env else DEFAULT_CACHE_DIR.expanduser()
+
+
+def models_dir(cache_dir: Path | None = None) -> Path:
+    """The directory holding named checkpoints."""
+    return resolve_cache_dir(cache_dir) / "models"
+
+
+def is_path_reference(reference: str) -> bool:
+    return os.sep in reference or "/" in reference or reference.startswith((".", "~"))
+
+
+def model_dir(reference: str, cache_dir: Path | None = None) -> Path:
+    """The directory ``reference`` names, whether or not it exists yet."""
+    if not reference:
+        raise InputError("a model reference must not be empty")
+    if is_path_reference(reference):
+        return Path(reference).expanduser()
+    return models_dir(cache_dir) / reference
+
+
+def resolve_model_dir(reference: str, cache_dir: Path | None = None) -> Path:
+    """The existing checkpoint directory (with a ``config.json``) that ``reference`` names."""
+    path = model_dir(reference, cache_dir)
+    if not (path / "config.json").is_file():
+        hint = "" if is_path_reference(reference) else "; run `turnopd models build` first"
+        raise NotFoundError(f"no model checkpoint at {path} (model {reference!r}){hint}")
+    return path

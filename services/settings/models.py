@@ -1,0 +1,42 @@
+"""Settings of the models: which student and teacher, where the zoo is cached, how generation runs."""
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from services.settings.section import Section
+
+EngineKind = Literal["transformers", "vllm"]
+DTypeName = Literal["float32", "bfloat16", "float16"]
+
+
+class ModelsSettings(Section):
+    student: str = Field(
+        "student",
+        min_length=1,
+        description="Student: a zoo name under <cache_dir>/models/ or a checkpoint path.",
+    )
+    teacher: str = Field(
+        "teacher",
+        min_length=1,
+        description="Teacher: a zoo name under <cache_dir>/models/ or a checkpoint path.",
+    )
+    cache_dir: Path | None = Field(
+        default=None,
+        description="Cache root, holding models/ (unset: $TURNOPD_CACHE_DIR, else ~/.cache/turnopd).",
+    )
+    seed: int = Field(0, ge=0, description="Seed of the zoo build: tokenizer corpus and weight init.")
+    vocab_size: int = Field(2048, ge=271, le=65536, description="Max zoo tokenizer vocabulary.")
+    dtype: DTypeName = Field("float32", description="Weight and activation dtype for loading models.")
+    device: str = Field(
+        "cpu", min_length=1, description="Torch device of the transformers engine ('auto': GPU if any)."
+    )
+    engine: EngineKind = Field("transformers", description="Rollout generation engine.")
+    max_new_tokens: int = Field(96, ge=1, le=32768, description="Token limit of one assistant response.")
+    prefix_cache_mb: int = Field(
+        256, ge=0, description="Transformers engine: memory for KV states reused across turns (0: off)."
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.5, gt=0.0, le=1.0, description="Share of GPU memory a vLLM engine may take (weights + KV cache)."
+    )
