@@ -7,18 +7,14 @@ message that names the dotted key (see ``services.settings.loader``).
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.settings.section import Section
 from services.settings.sources import file_settings_source
+from services.settings.teacher import TeacherSettings
 
 Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
-
-
-class Section(BaseModel):
-    """A settings section: unknown keys are errors, values are validated on assignment too."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class RunSettings(Section):
@@ -128,6 +124,7 @@ class TurnOPDSettings(BaseSettings):
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+    teacher: TeacherSettings = Field(default_factory=TeacherSettings)
 
     @classmethod
     def settings_customise_sources(
