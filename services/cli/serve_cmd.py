@@ -7,6 +7,7 @@ import typer
 from rich.console import Console
 
 from services.cli.options import settings_with
+from services.teacher_scorer.engine import checkpoint_dir
 
 app = typer.Typer(help="Run a TurnOPD service (Ray Serve application).", no_args_is_help=True)
 
@@ -35,6 +36,7 @@ def teacher(
             "replicas": replicas,
         },
     )
+    checkpoint_dir(settings.teacher.model)  # fail in one line before Ray starts
     from services.teacher_scorer.standalone import serve_teacher  # Ray loads only for this command
 
     serve_teacher(settings, Console(stderr=True))

@@ -21,7 +21,7 @@ NAMESPACE = "turnopd"
 def serve_teacher(settings: TurnOPDSettings, console: Console) -> None:
     """Start Ray and Serve, deploy the teacher, and block until interrupted; Serve is shut down on exit."""
     teacher = settings.teacher
-    checkpoint_dir(teacher.model)  # fail before Ray starts, not inside a replica
+    checkpoint_dir(teacher.model)  # fail here, not inside a replica
     with console.status("starting Ray"):
         ray.init(namespace=NAMESPACE, include_dashboard=False, ignore_reinit_error=True)
     try:

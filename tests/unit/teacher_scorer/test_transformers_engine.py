@@ -8,7 +8,6 @@ from services.errors import ConfigError
 from services.teacher_scorer.engine import EngineBrokenError, ScoreRow
 from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model, resolve_device
 
-
 VOCAB = 512
 
 
@@ -82,6 +81,6 @@ def test_corrupt_weights_break_scoring_and_health(teacher_path, make_rows):
 def test_loading_errors_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="no checkpoint"):
         load_teacher_model(tmp_path / "missing", "cpu", "float32")
-    with pytest.raises(ConfigError, match="teacher.device"):
+    with pytest.raises(ConfigError, match=r"teacher\.device"):
         resolve_device("nonsense-device")
     assert resolve_device("auto").type in ("cpu", "cuda")
