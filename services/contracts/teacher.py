@@ -121,7 +121,8 @@ class TeacherReplicaStats(Contract):
     """Counters of one replica since it started."""
 
     replica: str = Field(description="The replica's Ray actor name.")
-    requests: NonNegInt
+    requests: NonNegInt = Field(description="Requests answered (scored, rejected or failed).")
+    in_flight: NonNegInt = Field(description="Requests being scored now.")
     sequences: NonNegInt
     scored_positions: NonNegInt
     batches: NonNegInt = Field(description="Serve batches run (each one or more forward passes).")

@@ -19,6 +19,7 @@ _SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 @dataclass
 class _Totals:
     requests: int = 0
+    in_flight: int = 0
     sequences: int = 0
     scored_positions: int = 0
     batches: int = 0
@@ -67,16 +68,30 @@ class TeacherMetrics:
             buckets=_SECONDS_BUCKETS,
             registry=r,
         )
+        self._in_flight = Gauge(
+            f"{PREFIX}in_flight_requests", "Requests being scored now.", labels, registry=r
+        )
         self._healthy = Gauge(
             f"{PREFIX}engine_healthy", "1 while the engine passes health checks.", labels, registry=r
         )
         self._healthy.labels(self.replica).set(1)
 
-    def request_done(self, outcome: str, sequences: int = 0, positions: int = 0) -> None:
-        """Count one request; ``outcome`` is ok, invalid or failed."""
-        self._requests.labels(self.replica, outcome).inc()
+    def request_rejected(self) -> None:
+        """Count a request that failed validation (it never entered the batch queue)."""
+        self._requests.labels(self.replica, "invalid").inc()
         self._totals.requests += 1
-        if outcome == "ok":
+
+    def request_started(self) -> None:
+        self._in_flight.labels(self.replica).inc()
+        self._totals.in_flight += 1
+
+    def request_finished(self, ok: bool, sequences: int = 0, positions: int = 0) -> None:
+        """Count a request that entered the queue; ``ok`` False when the engine failed it."""
+        self._in_flight.labels(self.replica).dec()
+        self._totals.in_flight -= 1
+        self._requests.labels(self.replica, "ok" if ok else "failed").inc()
+        self._totals.requests += 1
+        if ok:
             self._totals.sequences += sequences
             self._totals.scored_positions += positions
             self._positions.labels(self.replica).inc(positions)

@@ -119,18 +119,21 @@ class TeacherDeployment:
         try:
             self._scorer.validate(rows, top_k)
         except InputError:
-            self._metrics.request_done("invalid")
+            self._metrics.request_rejected()
             raise
         request_id = next(self._request_ids)
         cuts = chunk_by_tokens([r.length for r in rows], self._chunk_tokens)
         chunks = [_Chunk(request_id, [rows[i] for i in cut], top_k) for cut in cuts]
+        self._metrics.request_started()
         try:
             parts = await asyncio.gather(*(self._score_chunks(c) for c in chunks))
-        except EngineBrokenError:
-            self._metrics.request_done("failed")
+        except BaseException:
+            self._metrics.request_finished(ok=False)
             raise
         scores = [s for part in parts for s in part]
-        self._metrics.request_done("ok", len(rows), sum(len(s.token_logprob_P) for s in scores))
+        self._metrics.request_finished(
+            ok=True, sequences=len(rows), positions=sum(len(r.positions_P) for r in rows)
+        )
         return scores
 
     @serve.batch(max_batch_size=_DEFAULT_BATCH_TOKENS, batch_size_fn=_chunk_tokens)

@@ -78,6 +78,7 @@ def test_packed_scores_round_trip_and_json_shape(engine):
         TeacherReplicaStats(
             replica="SERVE_REPLICA::teacher#TeacherScorer#abc",
             requests=3,
+            in_flight=1,
             sequences=7,
             scored_positions=40,
             batches=2,

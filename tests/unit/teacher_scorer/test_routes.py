@@ -28,7 +28,10 @@ class InProcessBackend:
         self.scorer.validate(rows, top_k)
         scores, report = self.scorer.score(rows, [top_k] * len(rows))
         self.metrics.batch_done(1, len(rows), report, 0.0)
-        self.metrics.request_done("ok", len(rows), sum(len(r.positions_P) for r in rows))
+        self.metrics.request_started()
+        self.metrics.request_finished(
+            ok=True, sequences=len(rows), positions=sum(len(r.positions_P) for r in rows)
+        )
         return response_from_scores(rows, scores)
 
     async def check_health(self) -> None:
