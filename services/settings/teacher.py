@@ -35,6 +35,11 @@ class TeacherSettings(Section):
         description="Padded tokens (rows x longest row) of one forward pass; also the longest sequence.",
     )
     max_batch_size: int = Field(64, ge=1, description="Rows (sequences) of one forward pass.")
+    pass_overhead_tokens: int = Field(
+        256,
+        ge=0,
+        description="Fixed cost of a forward pass in tokens; packing trades padding against passes.",
+    )
     logits_chunk: int = Field(
         2048, ge=1, description="Scored positions whose full-vocabulary logits are materialised at once."
     )

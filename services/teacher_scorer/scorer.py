@@ -25,10 +25,18 @@ class PassReport:
 class TeacherScorer:
     """Scores validated rows with an engine, in length-sorted passes under a token budget."""
 
-    def __init__(self, engine: TeacherEngine, *, token_budget: int, max_batch_size: int) -> None:
+    def __init__(
+        self,
+        engine: TeacherEngine,
+        *,
+        token_budget: int,
+        max_batch_size: int,
+        pass_overhead_tokens: int = 256,
+    ) -> None:
         self.engine = engine
         self.limits = TeacherLimits(engine.vocab_size, engine.max_context, token_budget, engine.max_top_k)
         self._max_batch_size = max_batch_size
+        self._pass_overhead = pass_overhead_tokens
         self._broken: str | None = None
 
     def validate(self, rows: Sequence[ScoreRow], top_k: int) -> None:
@@ -43,7 +51,9 @@ class TeacherScorer:
         if self.engine.schedules_own_batches:
             passes = [list(range(len(rows)))]
         else:
-            passes = pack_by_length(lengths, self.limits.token_budget, self._max_batch_size)
+            passes = pack_by_length(
+                lengths, self.limits.token_budget, self._max_batch_size, self._pass_overhead
+            )
         out: list[RowScores | None] = [None] * len(rows)
         try:
             for members in passes:

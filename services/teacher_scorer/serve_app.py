@@ -79,7 +79,10 @@ class TeacherDeployment:
 
     def __init__(self, settings: TeacherSettings, default_top_k: int) -> None:
         self._scorer = TeacherScorer(
-            make_engine(settings), token_budget=settings.token_budget, max_batch_size=settings.max_batch_size
+            make_engine(settings),
+            token_budget=settings.token_budget,
+            max_batch_size=settings.max_batch_size,
+            pass_overhead_tokens=settings.pass_overhead_tokens,
         )
         self._default_top_k = default_top_k
         self._chunk_tokens = settings.token_budget
