@@ -28,6 +28,7 @@ from services.contracts.teacher import (
 )
 from services.errors import ConfigError, InputError
 from services.settings import load_settings
+from services.settings.loader import describe_validation_error
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import (
     pack_scores,
@@ -178,7 +179,7 @@ def build_app(args: dict[str, Any]) -> Application:
     try:
         parsed = TeacherAppArgs.model_validate(args)
     except ValidationError as exc:
-        raise ConfigError(f"teacher app args: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+        raise ConfigError(f"teacher app args: {describe_validation_error(exc)}") from None
     settings = load_settings(parsed.config_path)
     teacher = settings.teacher
     if parsed.model_path is not None:

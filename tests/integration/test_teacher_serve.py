@@ -13,15 +13,14 @@ import torch
 from ray import serve
 
 from services.contracts.teacher import ScoreRequest, ScoreSequence
-from services.errors import InputError
-from services.settings.teacher import TeacherSettings
+from services.errors import ConfigError, InputError
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.http_client import TeacherHttpClient
 from services.teacher_scorer.placement import APP_NAME
 from services.teacher_scorer.random_checkpoint import RandomQwen3Spec, cached_random_qwen3
 from services.teacher_scorer.retry import RetryPolicy
-from services.teacher_scorer.serve_app import teacher_application
+from services.teacher_scorer.serve_app import build_app
 from services.teacher_scorer.transformers_engine import load_teacher_model
 
 pytestmark = pytest.mark.integration
@@ -44,22 +43,25 @@ def checkpoint():
 
 
 @pytest.fixture(scope="module")
-def teacher(ray_session, checkpoint):
-    """The app with one small replica; yields (handle, HTTP base URL)."""
+def teacher(ray_session, checkpoint, tmp_path_factory):
+    """The app deployed as the cluster's Serve config does (builder + TOML); yields (handle, HTTP URL)."""
+    config = tmp_path_factory.mktemp("teacher") / "turnopd.toml"
+    config.write_text(
+        f"[distill]\ndistill_topk = {DEFAULT_TOP_K}\n\n[teacher]\nnum_cpus = 0.5\nbatch_wait_timeout_s = 0.05\n"
+        "token_budget = 1024\nmax_batch_tokens = 4096\nhealth_check_period_s = 1.0\n"
+    )
     port = _free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    settings = TeacherSettings(
-        model=str(checkpoint),
-        num_cpus=0.5,
-        batch_wait_timeout_s=0.05,
-        token_budget=1024,
-        max_batch_tokens=4096,
-        health_check_period_s=1.0,
-    )
-    handle = serve.run(teacher_application(settings, DEFAULT_TOP_K), name=APP_NAME, route_prefix="/teacher")
+    app = build_app({"config_path": str(config), "model_path": str(checkpoint)})
+    handle = serve.run(app, name=APP_NAME, route_prefix="/teacher")
     yield handle, f"http://127.0.0.1:{port}/teacher"
     serve.delete(APP_NAME)
     serve.shutdown()
+
+
+def test_builder_arguments_are_checked():
+    with pytest.raises(ConfigError, match="teacher app args: bogus: unknown key"):
+        build_app({"bogus": "1"})
 
 
 @pytest.fixture(scope="module")
