@@ -1,8 +1,13 @@
 """Teacher top-K scoring.  # orchestrator/rollout_worker -> teacher_scorer -> orchestrator"""
 
-from pydantic import Field, model_validator
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, TokenId
+
+INT32_BYTES = 4
+FLOAT32_BYTES = 4
 
 
 class ScoreSequence(Contract):
@@ -46,3 +51,83 @@ class SequenceScores(Contract):
 
 class ScoreResponse(Contract):
     results: list[SequenceScores]
+
+
+# orchestrator/rollout_worker -> teacher_scorer (Ray handle path)
+class PackedScoreRequest(Contract):
+    """The handle-path form of a ScoreRequest: flat little-endian int32 buffers, no per-number objects.
+
+    Sequence s owns ``token_ids[sum(lengths[:s]) : sum(lengths[:s+1])]`` and likewise for positions.
+    """
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    token_ids: bytes = Field(description="int32 little-endian, all sequences concatenated.")
+    lengths: list[Annotated[int, Field(ge=2)]] = Field(min_length=1)
+    positions: bytes = Field(
+        description="int32 little-endian, each sequence's scored positions concatenated."
+    )
+    position_counts: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    top_k: int | None = Field(None, ge=1, description="None: the deployment's distill_topk.")
+
+    @model_validator(mode="after")
+    def _buffers_match_counts(self) -> "PackedScoreRequest":
+        if len(self.lengths) != len(self.position_counts):
+            raise ValueError(
+                f"lengths has {len(self.lengths)} sequences, position_counts {len(self.position_counts)}"
+            )
+        if len(self.token_ids) != INT32_BYTES * sum(self.lengths):
+            raise ValueError(
+                f"token_ids holds {len(self.token_ids)} bytes, lengths need {INT32_BYTES * sum(self.lengths)}"
+            )
+        if len(self.positions) != INT32_BYTES * sum(self.position_counts):
+            raise ValueError(
+                f"positions holds {len(self.positions)} bytes, "
+                f"position_counts need {INT32_BYTES * sum(self.position_counts)}"
+            )
+        return self
+
+
+# teacher_scorer -> orchestrator/rollout_worker (Ray handle path)
+class PackedScoreResponse(Contract):
+    """The handle-path form of a ScoreResponse: row p of each buffer is the p-th scored position overall."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    position_counts: list[NonNegInt]
+    top_k: int = Field(ge=1)
+    top_ids: bytes = Field(description="int32 little-endian, [P, top_k].")
+    top_logprobs: bytes = Field(description="float32 little-endian, [P, top_k], descending per row.")
+    token_logprob: bytes = Field(description="float32 little-endian, [P].")
+    entropy: bytes = Field(description="float32 little-endian, [P], nats.")
+
+    @model_validator(mode="after")
+    def _buffers_match_counts(self) -> "PackedScoreResponse":
+        p = sum(self.position_counts)
+        want = {
+            "top_ids": INT32_BYTES * p * self.top_k,
+            "top_logprobs": FLOAT32_BYTES * p * self.top_k,
+            "token_logprob": FLOAT32_BYTES * p,
+            "entropy": FLOAT32_BYTES * p,
+        }
+        for name, size in want.items():
+            if len(getattr(self, name)) != size:
+                raise ValueError(f"{name} holds {len(getattr(self, name))} bytes, expected {size}")
+        return self
+
+
+# teacher_scorer -> operators and tests (Ray handle path)
+class TeacherReplicaStats(Contract):
+    """Counters of one replica since it started."""
+
+    replica: str = Field(description="The replica's Ray actor name.")
+    requests: NonNegInt = Field(description="Requests answered (scored, rejected or failed).")
+    in_flight: NonNegInt = Field(description="Requests being scored now.")
+    sequences: NonNegInt
+    scored_positions: NonNegInt
+    batches: NonNegInt = Field(description="Serve batches run (each one or more forward passes).")
+    max_batch_requests: NonNegInt = Field(description="Most distinct requests merged into one Serve batch.")
+    max_batch_sequences: NonNegInt
+    forward_passes: NonNegInt
+    padded_tokens: NonNegInt = Field(description="Rows x longest row, summed over forward passes.")
+    input_tokens: NonNegInt = Field(description="Real tokens, summed over forward passes.")

@@ -16,6 +16,7 @@ from services.settings.learner import LearnerSettings
 from services.settings.models import ModelsSettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
+from services.settings.teacher import TeacherSettings
 
 Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
 
@@ -131,6 +132,7 @@ class TurnOPDSettings(BaseSettings):
     learner: LearnerSettings = Field(default_factory=LearnerSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     models: ModelsSettings = Field(default_factory=ModelsSettings)
+    teacher: TeacherSettings = Field(default_factory=TeacherSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,199 @@
+"""Teacher scorer throughput: 16 concurrent clients against the Serve app vs one bare batched forward.
+
+Both sides score the same sequences with the same random-weight Qwen3 checkpoint on the same
+machine, one after the other. The bare side is the engine called in-process on all sequences at
+once (length-sorted passes under the same token budget; no Serve, no serialisation, no queue). The
+service side runs `turnopd`'s `teacher` app on a local Ray with one replica, and N clients that
+each send their requests one after another, through the deployment handle (packed buffers) and
+then over HTTP (JSON). Prints scored positions per second of each and the ratio service / bare.
+
+    PYTHONPATH=$PWD python bench/teacher_throughput.py [--clients 16] [--replica-cpus 2] ...
+"""
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import ray
+import torch
+from ray import serve
+
+from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.engine import ScoreRow
+from services.teacher_scorer.handle_client import TeacherHandleClient
+from services.teacher_scorer.http_client import TeacherHttpClient
+from services.teacher_scorer.placement import APP_NAME
+from services.teacher_scorer.random_checkpoint import RandomQwen3Spec, cached_random_qwen3
+from services.teacher_scorer.scorer import TeacherScorer
+from services.teacher_scorer.serve_app import teacher_application
+from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model
+
+
+@dataclass(frozen=True)
+class Workload:
+    requests: list[list[list[ScoreRow]]]  # [client][request] -> rows
+
+    @property
+    def rows(self) -> list[ScoreRow]:
+        return [row for client in self.requests for request in client for row in request]
+
+    @property
+    def scored(self) -> int:
+        return sum(len(r.positions_P) for r in self.rows)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.length for r in self.rows)
+
+
+def make_workload(args: argparse.Namespace) -> Workload:
+    """Agent-like rows: a prompt, then a response whose tokens (the second half) are scored."""
+    rng = np.random.default_rng(args.seed)
+    requests = []
+    for _ in range(args.clients):
+        client = []
+        for _ in range(args.requests_per_client):
+            rows = []
+            for _ in range(args.seqs_per_request):
+                n = int(rng.integers(args.min_len, args.max_len + 1))
+                ids = rng.integers(0, args.vocab, size=n).astype(np.int64)
+                rows.append(ScoreRow(ids, np.arange(n // 2, n, dtype=np.int64)))
+            client.append(rows)
+        requests.append(client)
+    return Workload(requests)
+
+
+def bare_forward(scorer: TeacherScorer, work: Workload, top_k: int) -> float:
+    """Seconds for one batched scoring of every row, in-process."""
+    rows = work.rows
+    start = time.perf_counter()
+    scorer.score(rows, [top_k] * len(rows))
+    return time.perf_counter() - start
+
+
+async def through_handle(client: TeacherHandleClient, work: Workload, top_k: int) -> float:
+    async def one_client(requests: list[list[ScoreRow]]) -> None:
+        for rows in requests:
+            await client.score_rows(rows, top_k)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one_client(c) for c in work.requests))
+    return time.perf_counter() - start
+
+
+async def through_http(url: str, work: Workload, top_k: int) -> float:
+    from services.contracts.teacher import ScoreRequest, ScoreSequence
+
+    bodies = [
+        [
+            ScoreRequest(
+                sequences=[
+                    ScoreSequence(token_ids=r.token_ids_T.tolist(), positions=r.positions_P.tolist())
+                    for r in rows
+                ],
+                top_k=top_k,
+            )
+            for rows in client
+        ]
+        for client in work.requests
+    ]
+    async with TeacherHttpClient(url) as http:
+
+        async def one_client(requests: list[ScoreRequest]) -> None:
+            for request in requests:
+                await http.score(request)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one_client(c) for c in bodies))
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--requests-per-client", type=int, default=2)
+    parser.add_argument("--seqs-per-request", type=int, default=8)
+    parser.add_argument("--min-len", type=int, default=32)
+    parser.add_argument("--max-len", type=int, default=256)
+    parser.add_argument("--top-k", type=int, default=50)
+    parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--token-budget", type=int, default=8192)
+    parser.add_argument("--max-batch-tokens", type=int, default=32768)
+    parser.add_argument("--batch-wait", type=float, default=0.02)
+    parser.add_argument("--replica-cpus", type=float, default=float(os.cpu_count() or 1))
+    parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    spec = RandomQwen3Spec(
+        vocab_size=args.vocab, hidden_size=args.hidden, num_layers=args.layers, num_heads=4, max_context=1024
+    )
+    path = cached_random_qwen3(spec)
+    work = make_workload(args)
+    print(
+        f"workload: {args.clients} clients x {args.requests_per_client} requests x {args.seqs_per_request} sequences, "
+        f"{work.tokens} tokens, {work.scored} scored positions, top_k={args.top_k}; model {spec.name}; "
+        f"{os.cpu_count()} CPUs, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    )
+
+    engine = TransformersEngine(load_teacher_model(path, "cpu", "float32"))
+    scorer = TeacherScorer(engine, token_budget=args.token_budget, max_batch_size=64)
+    bare_forward(scorer, Workload([[work.requests[0][0]]]), args.top_k)  # warm-up
+
+    ray.init(
+        num_cpus=max(2, int(args.replica_cpus)),
+        include_dashboard=False,
+        namespace="turnopd",
+        log_to_driver=False,
+    )
+    port = 8000 + os.getpid() % 1000
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    settings = TeacherSettings(
+        model=str(path),
+        num_cpus=args.replica_cpus,
+        token_budget=args.token_budget,
+        max_batch_tokens=args.max_batch_tokens,
+        batch_wait_timeout_s=args.batch_wait,
+    )
+    handle = serve.run(teacher_application(settings, args.top_k), name=APP_NAME, route_prefix="/teacher")
+    client = TeacherHandleClient(handle)
+    url = f"http://127.0.0.1:{port}/teacher"
+    asyncio.run(through_handle(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
+    before = handle.stats.remote().result()
+    # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
+    times: dict[str, list[float]] = {"bare": [], "handle": [], "http": []}
+    for _ in range(args.rounds):
+        times["bare"].append(bare_forward(scorer, work, args.top_k))
+        times["handle"].append(asyncio.run(through_handle(client, work, args.top_k)))
+        if not args.skip_http:
+            times["http"].append(asyncio.run(through_http(url, work, args.top_k)))
+    after = handle.stats.remote().result()
+    serve.shutdown()
+    ray.shutdown()
+
+    batches = after.batches - before.batches
+    requests = after.requests - before.requests
+    padding = (after.padded_tokens - before.padded_tokens) / max(
+        1, after.input_tokens - before.input_tokens
+    ) - 1
+    print(
+        f"service: {requests} requests in {batches} batches (up to {after.max_batch_requests} requests "
+        f"from different clients in one), padding {padding:.1%}; median of {args.rounds} rounds:"
+    )
+    bare_tps = work.scored / statistics.median(times["bare"])
+    print(f"bare batched forward   : {bare_tps:8.0f} scored tokens/s")
+    for side, label in (("handle", "handle (packed)"), ("http", "HTTP (JSON)    ")):
+        if times[side]:
+            tps = work.scored / statistics.median(times[side])
+            print(f"service, {label}: {tps:8.0f} scored tokens/s   ratio service/bare {tps / bare_tps:.2f}")
+
+
+if __name__ == "__main__":
+    main()

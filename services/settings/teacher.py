@@ -1,0 +1,98 @@
+"""Settings of the teacher scorer: which checkpoint, which engine, how the Serve deployment batches and scales."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from services.settings.section import Section
+
+TeacherEngineKind = Literal["transformers", "vllm"]
+TeacherDType = Literal["float32", "bfloat16", "float16"]
+
+
+class TeacherSettings(Section):
+    model: str = Field("", description="Teacher checkpoint: a local directory readable by from_pretrained.")
+    engine: TeacherEngineKind = Field("transformers", description="Scoring engine behind the deployment.")
+    device: str = Field(
+        "cpu", min_length=1, description="Torch device of the transformers engine ('auto': GPU if any)."
+    )
+    dtype: TeacherDType = Field(
+        "float32", description="Weight dtype; log-softmax is always computed in fp32."
+    )
+    max_context: int | None = Field(
+        None, ge=2, description="Longest accepted sequence (unset: the model's max_position_embeddings)."
+    )
+    # Batching: items of a Serve batch are single sequences, gathered across concurrent requests.
+    max_batch_tokens: int = Field(
+        65536, ge=2, description="Raw tokens gathered from concurrent requests into one Serve batch."
+    )
+    batch_wait_timeout_s: float = Field(
+        0.01, ge=0.0, le=10.0, description="Longest wait for more sequences before a Serve batch runs."
+    )
+    token_budget: int = Field(
+        16384,
+        ge=2,
+        description="Padded tokens (rows x longest row) of one forward pass; also the longest sequence.",
+    )
+    max_batch_size: int = Field(64, ge=1, description="Rows (sequences) of one forward pass.")
+    pass_overhead_tokens: int = Field(
+        256,
+        ge=0,
+        description="Fixed cost of a forward pass in tokens; packing trades padding against passes.",
+    )
+    logits_chunk: int = Field(
+        2048, ge=1, description="Scored positions whose full-vocabulary logits are materialised at once."
+    )
+    # Scaling and placement.
+    replicas: int = Field(1, ge=1, description="Replicas when autoscaling is off.")
+    autoscaling: bool = Field(False, description="Let Serve scale replicas between min and max replicas.")
+    min_replicas: int = Field(1, ge=0, description="Autoscaling lower bound.")
+    max_replicas: int = Field(4, ge=1, description="Autoscaling upper bound.")
+    target_ongoing_requests: float = Field(
+        16.0, gt=0.0, description="Autoscaling target of in-flight requests per replica."
+    )
+    max_ongoing_requests: int = Field(
+        128, ge=1, description="In-flight requests one replica accepts (>= clients, or batching starves)."
+    )
+    num_cpus: float = Field(1.0, ge=0.0, description="CPUs each replica reserves.")
+    num_gpus: float = Field(0.0, ge=0.0, description="GPUs each replica reserves (1 on a GPU pool).")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="Custom Ray resources per replica, e.g. {teacher_pool = 1}."
+    )
+    health_check_period_s: float = Field(10.0, gt=0.0, description="Seconds between replica health checks.")
+    health_check_timeout_s: float = Field(30.0, gt=0.0, description="A health check slower than this fails.")
+    # HTTP (standalone `turnopd serve teacher`; the cluster's Serve config sets its own).
+    host: str = Field("127.0.0.1", min_length=1, description="HTTP bind address of the Serve proxy.")
+    port: int = Field(8000, ge=1, le=65535, description="HTTP port of the Serve proxy.")
+    route_prefix: str = Field(
+        "/", pattern=r"^/", description="Route prefix of the app: POST {prefix}/v1/score."
+    )
+    # vLLM engine only.
+    vllm_gpu_memory_utilization: float = Field(
+        0.85, gt=0.0, le=1.0, description="Share of GPU memory the vLLM engine may take."
+    )
+    vllm_enable_prefix_caching: bool = Field(
+        False,
+        description="Reuse KV of shared prompt prefixes (check your vLLM returns prompt log-probs with it).",
+    )
+    vllm_max_logprobs: int = Field(
+        128, ge=1, description="vLLM's max_logprobs: the largest top_k the vLLM engine serves."
+    )
+    # Clients.
+    client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")
+    client_backoff_s: float = Field(0.5, gt=0.0, description="First retry delay; doubles per attempt.")
+    client_max_backoff_s: float = Field(8.0, gt=0.0, description="Cap on one retry delay.")
+    client_timeout_s: float = Field(300.0, gt=0.0, description="HTTP client timeout of one call.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TeacherSettings":
+        if self.max_batch_tokens < self.token_budget:
+            raise ValueError(
+                f"max_batch_tokens ({self.max_batch_tokens}) must be >= token_budget ({self.token_budget}), "
+                "or a sequence of token_budget tokens could never enter a batch"
+            )
+        if self.autoscaling and self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"min_replicas ({self.min_replicas}) must be <= max_replicas ({self.max_replicas})"
+            )
+        return self

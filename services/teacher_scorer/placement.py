@@ -1,0 +1,31 @@
+"""Serve deployment options (replicas, autoscaling, resources, health checks) from the settings."""
+
+from typing import Any
+
+from services.settings.teacher import TeacherSettings
+
+APP_NAME = "teacher"
+DEPLOYMENT_NAME = "TeacherScorer"
+
+
+def deployment_options(settings: TeacherSettings) -> dict[str, Any]:
+    """Keyword arguments for ``Deployment.options`` of the teacher deployment."""
+    actor_options: dict[str, Any] = {"num_cpus": settings.num_cpus, "num_gpus": settings.num_gpus}
+    if settings.resources:
+        actor_options["resources"] = dict(settings.resources)
+    options: dict[str, Any] = {
+        "name": DEPLOYMENT_NAME,
+        "ray_actor_options": actor_options,
+        "max_ongoing_requests": settings.max_ongoing_requests,
+        "health_check_period_s": settings.health_check_period_s,
+        "health_check_timeout_s": settings.health_check_timeout_s,
+    }
+    if settings.autoscaling:
+        options["autoscaling_config"] = {
+            "min_replicas": settings.min_replicas,
+            "max_replicas": settings.max_replicas,
+            "target_ongoing_requests": settings.target_ongoing_requests,
+        }
+    else:
+        options["num_replicas"] = settings.replicas
+    return options

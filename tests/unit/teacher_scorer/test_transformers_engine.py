@@ -1,0 +1,86 @@
+"""The transformers engine returns exactly what a direct forward of the checkpoint gives."""
+
+import numpy as np
+import pytest
+import torch
+
+from services.errors import ConfigError
+from services.teacher_scorer.engine import EngineBrokenError, ScoreRow
+from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model, resolve_device
+
+VOCAB = 512
+
+
+def test_limits_come_from_the_checkpoint(engine):
+    assert (engine.vocab_size, engine.max_context, engine.max_top_k) == (512, 256, 512)
+
+
+@pytest.mark.parametrize("top_k", [1, 5, 50])
+def test_padded_batch_equals_direct_forward(engine, make_rows, check_scores, top_k):
+    rows = make_rows(seed=top_k, lengths=[3, 40, 17, 2, 64, 9])
+    scored = engine.score(rows, top_k)
+    assert len(scored) == len(rows)
+    for row, scores in zip(rows, scored, strict=True):
+        assert scores.top_ids_P_K.shape == (len(row.positions_P), top_k)
+        assert (np.diff(scores.top_logprobs_P_K, axis=-1) <= 0).all()
+        check_scores(row, scores, top_k)
+
+
+def test_results_do_not_depend_on_batch_composition(engine, make_rows):
+    rows = make_rows(seed=11, lengths=[5, 33, 12, 70, 2])
+    together = engine.score(rows, 8)
+    alone = [engine.score([r], 8)[0] for r in rows]
+    reversed_ = engine.score(rows[::-1], 8)[::-1]
+    for a, b, c in zip(together, alone, reversed_, strict=True):
+        for x in (b, c):
+            np.testing.assert_allclose(a.top_logprobs_P_K, x.top_logprobs_P_K, atol=1e-5, rtol=0)
+            np.testing.assert_allclose(a.token_logprob_P, x.token_logprob_P, atol=1e-5, rtol=0)
+            np.testing.assert_allclose(a.entropy_P, x.entropy_P, atol=1e-5, rtol=0)
+            assert (a.top_ids_P_K == x.top_ids_P_K).all()
+
+
+def test_positions_come_back_in_the_order_asked(engine, check_scores):
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, VOCAB, size=20)
+    row = ScoreRow(ids, np.array([19, 1, 7, 7, 2]))
+    scores = engine.score([row], 4)[0]
+    check_scores(row, scores, 4)
+    np.testing.assert_array_equal(scores.token_logprob_P[2], scores.token_logprob_P[3])
+
+
+def test_full_vocabulary_top_k_is_a_distribution(engine, make_rows):
+    row = make_rows(seed=5, lengths=[10])[0]
+    scores = engine.score([row], VOCAB)[0]
+    mass = np.exp(scores.top_logprobs_P_K.astype(np.float64)).sum(-1)
+    np.testing.assert_allclose(mass, 1.0, atol=1e-5)
+    assert sorted(scores.top_ids_P_K[0].tolist()) == list(range(VOCAB))
+
+
+def test_truncating_a_larger_top_k_equals_asking_for_the_smaller(engine, make_rows):
+    rows = make_rows(seed=8, lengths=[30, 12])
+    big = engine.score(rows, 20)
+    small = engine.score(rows, 6)
+    for b, s in zip(big, small, strict=True):
+        t = b.truncated(6)
+        np.testing.assert_array_equal(t.top_ids_P_K, s.top_ids_P_K)
+        np.testing.assert_allclose(t.top_logprobs_P_K, s.top_logprobs_P_K, atol=1e-6)
+
+
+def test_corrupt_weights_break_scoring_and_health(teacher_path, make_rows):
+    model = load_teacher_model(teacher_path, "cpu", "float32")
+    broken = TransformersEngine(model)
+    broken.check_health()
+    with torch.no_grad():
+        model.get_output_embeddings().weight.fill_(float("nan"))
+    with pytest.raises(EngineBrokenError, match="non-finite"):
+        broken.score(make_rows(seed=1, lengths=[6]), 3)
+    with pytest.raises(EngineBrokenError, match="non-finite"):
+        broken.check_health()
+
+
+def test_loading_errors_name_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        load_teacher_model(tmp_path / "missing", "cpu", "float32")
+    with pytest.raises(ConfigError, match=r"teacher\.device"):
+        resolve_device("nonsense-device")
+    assert resolve_device("auto").type in ("cpu", "cuda")
