@@ -7,18 +7,14 @@ message that names the dotted key (see ``services.settings.loader``).
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.settings.env_gateway import EnvGatewaySettings
+from services.settings.section import Section
 from services.settings.sources import file_settings_source
 
 Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
-
-
-class Section(BaseModel):
-    """A settings section: unknown keys are errors, values are validated on assignment too."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class RunSettings(Section):
@@ -124,6 +120,7 @@ class TurnOPDSettings(BaseSettings):
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+    env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
 
     @classmethod
     def settings_customise_sources(
