@@ -18,4 +18,6 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
 fi
 echo "setup: installing turnopd[dev] (editable)"
 "$PY" -m pip install -q -e ".[dev]"
+# pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
+if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'

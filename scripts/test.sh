@@ -8,6 +8,7 @@ PY=${PYTHON:-python3}
 bash scripts/setup.sh
 echo "== ruff"
 "$PY" -m ruff check services tests bench scripts
+"$PY" -m ruff format --check services tests bench scripts
 echo "== mypy (services/)"
 "$PY" -m mypy
 echo "== pytest"

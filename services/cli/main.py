@@ -6,24 +6,28 @@ import typer
 
 from services.cli.errors_boundary import run_app
 
-app = typer.Typer(
-    name="turnopd",
-    help="TurnOPD: turn-aware on-policy distillation for long-horizon LLM agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 
-
-def _register() -> None:
-    # Command groups live in their own modules (`services/cli/*_cmd.py`); each exposes a typer app.
+def build_app() -> typer.Typer:
+    """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
     from services.cli import controller_cmd, diagnose_cmd
 
+    app = typer.Typer(
+        name="turnopd",
+        help="TurnOPD: turn-aware on-policy distillation for long-horizon LLM agents.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
     app.add_typer(controller_cmd.app, name="controller")
     app.command("diagnose")(diagnose_cmd.diagnose)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default: sys.argv[1:]) and return the exit code."""
+    return run_app(build_app(), argv)
 
 
 def run() -> None:
-    """Console-script entry: run the app, turning TurnOPD errors into one line on stderr."""
-    _register()
-    sys.exit(run_app(app))
+    """Console-script entry point."""
+    sys.exit(main())

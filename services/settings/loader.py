@@ -45,7 +45,8 @@ def load_settings(
     values = read_toml(path) if path is not None else {}
     try:
         with file_values(values):
-            return TurnOPDSettings(**{k: dict(v) for k, v in (overrides or {}).items()})
+            init: dict[str, Any] = {k: dict(v) for k, v in (overrides or {}).items()}
+            return TurnOPDSettings(**init)
     except ValidationError as exc:
         where = f" in {path}" if path is not None else ""
         raise ConfigError(f"invalid settings{where}: {describe_validation_error(exc)}") from None

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource
 
-_FILE_VALUES: ContextVar[Mapping[str, Any]] = ContextVar("turnopd_file_values", default={})
+_FILE_VALUES: ContextVar[Mapping[str, Any] | None] = ContextVar("turnopd_file_values", default=None)
 
 
 @contextmanager
@@ -22,4 +22,4 @@ def file_values(values: Mapping[str, Any]) -> Iterator[None]:
 
 def file_settings_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource:
     """The settings source holding the current file's values."""
-    return InitSettingsSource(settings_cls, init_kwargs=dict(_FILE_VALUES.get()))
+    return InitSettingsSource(settings_cls, init_kwargs=dict(_FILE_VALUES.get() or {}))

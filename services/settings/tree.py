@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.settings.controller import ControllerSettings
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
@@ -100,9 +101,13 @@ class EvalSettings(Section):
 
 
 class DiagnosticsSettings(Section):
-    min_survivors: int = Field(8, ge=0, description="A turn is supported in a step with >= this many survivors.")
+    min_survivors: int = Field(
+        8, ge=0, description="A turn is supported in a step with >= this many survivors."
+    )
     min_survivor_frac: float = Field(0.1, ge=0.0, le=1.0, description="... and >= this fraction of turn 0's.")
-    min_step_frac: float = Field(0.6, ge=0.0, le=1.0, description="Reliable if supported in >= this share of steps.")
+    min_step_frac: float = Field(
+        0.6, ge=0.0, le=1.0, description="Reliable if supported in >= this share of steps."
+    )
 
 
 class TurnOPDSettings(BaseSettings):
@@ -120,6 +125,7 @@ class TurnOPDSettings(BaseSettings):
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
+    controller: ControllerSettings = Field(default_factory=ControllerSettings)
     env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
 
     @classmethod

@@ -1,0 +1,91 @@
+"""The `controller` Ray actor: a thin shell over the pure schedule, with its state in Redis.
+
+Every completed step is persisted before the call returns, and ``__init__`` reloads the state, so
+a restarted actor (Ray restarts it after a crash; `turnopd restart controller` replaces it) resumes
+exactly where the old one stopped.
+"""
+
+from typing import Any
+
+import ray
+
+from services.contracts.controller import ProbeStats, StepDecision, StepPlan
+from services.contracts.controller_state import ControllerState
+from services.controller import schedule
+from services.controller.store import StateStore, open_store
+from services.errors import ConflictError
+from services.settings.tree import TurnOPDSettings
+
+ACTOR_NAME = "controller"
+NAMESPACE = "turnopd"
+
+
+class ControllerService:
+    """Plain-Python controller service (the actor body), testable without Ray."""
+
+    def __init__(self, settings: TurnOPDSettings, run_id: str, store: StateStore) -> None:
+        self.settings = settings
+        self.store = store
+        loaded = store.load()
+        if loaded is None:
+            loaded = schedule.initial_controller_state(run_id, settings.run.method, settings)
+            store.save(loaded, None, None)
+        elif (loaded.method, loaded.total_steps) != (settings.run.method, settings.optim.steps):
+            raise ConflictError(
+                f"run {run_id} was started as method={loaded.method} steps={loaded.total_steps}, "
+                f"not method={settings.run.method} steps={settings.optim.steps}"
+            )
+        self.state = loaded
+
+    def plan(self, step: int) -> StepPlan:
+        return schedule.plan(self.state, step, self.settings)
+
+    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision:
+        """Complete step k (probe statistics on probe steps); persisted before returning."""
+        new_state, decision = schedule.complete(self.state, step, stats, self.settings)
+        if new_state is not self.state:
+            self.store.save(new_state, decision, stats if decision.probe else None)
+            self.state = new_state
+        return decision
+
+    def snapshot(self) -> ControllerState:
+        return self.state
+
+    def decisions(self) -> list[StepDecision]:
+        return self.store.decisions()
+
+    def probes(self) -> dict[int, ProbeStats]:
+        return self.store.probes()
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=3)
+class ControllerActor:
+    def __init__(self, settings: TurnOPDSettings, run_id: str, redis_url: str) -> None:
+        self._service = ControllerService(settings, run_id, open_store("redis", redis_url, run_id))
+
+    def plan(self, step: int) -> StepPlan:
+        return self._service.plan(step)
+
+    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision:
+        return self._service.ingest(step, stats)
+
+    def snapshot(self) -> ControllerState:
+        return self._service.snapshot()
+
+    def decisions(self) -> list[StepDecision]:
+        return self._service.decisions()
+
+    def probes(self) -> dict[int, ProbeStats]:
+        return self._service.probes()
+
+    def ready(self) -> bool:
+        return True
+
+
+def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> Any:
+    """Create (or attach to) the named `controller` actor in namespace `turnopd`."""
+    handle = ControllerActor.options(  # type: ignore[attr-defined]
+        name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True
+    ).remote(settings, run_id, redis_url)
+    ray.get(handle.ready.remote())
+    return handle

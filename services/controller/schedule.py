@@ -1,0 +1,110 @@
+"""The controller's step logic as pure functions: plan step k, then complete it (probe stats or not).
+
+The recorded ``StepDecision`` carries the depth that actually ran (``h_roll`` from ``plan``); for
+methods without adaptive depth the rest is the depth controller running in shadow.
+
+``plan`` is a pure function of the state after step k-1, so asking twice (e.g. after a controller
+restart) gives the same answer; ``complete`` folds step k in exactly once: completing the step the
+state already holds returns the stored decision instead of updating twice.
+"""
+
+from services.contracts.controller import ProbeStats, StepDecision, StepPlan
+from services.contracts.controller_state import ControllerState
+from services.controller import depth
+from services.controller.blend import blend_alpha
+from services.controller.methods import curriculum_depth, switches
+from services.errors import ConflictError, InputError
+from services.settings.tree import Method, TurnOPDSettings
+
+
+def initial_controller_state(run_id: str, method: Method, settings: TurnOPDSettings) -> ControllerState:
+    return ControllerState(
+        run_id=run_id,
+        method=method,
+        total_steps=settings.optim.steps,
+        depth=depth.initial_state(settings.depth),
+    )
+
+
+def step_alpha(state: ControllerState, k: int, settings: TurnOPDSettings) -> float:
+    """The loss-blend alpha of step k under the state's method."""
+    match switches(state.method).alpha:
+        case "zero":
+            return 0.0
+        case "one":
+            return 1.0
+        case "linear":
+            if not settings.blend.turn_norm_blend:
+                return 0.0
+            return blend_alpha(k, state.total_steps, settings.blend.start, settings.blend.end)
+        case other:
+            raise ValueError(f"unknown alpha mode {other!r}")
+
+
+def _check_next(state: ControllerState, k: int) -> None:
+    if not 1 <= k <= state.total_steps:
+        raise InputError(f"step {k} is outside the run's steps 1..{state.total_steps}")
+    if k != state.depth.step + 1:
+        raise ConflictError(
+            f"step {k} does not follow the controller's last completed step {state.depth.step}"
+        )
+
+
+def plan(state: ControllerState, k: int, settings: TurnOPDSettings) -> StepPlan:
+    """What to run at step k: probe flag, rollout depth, blend alpha, weights version to roll out with."""
+    _check_next(state, k)
+    cfg = settings.depth
+    probe = depth.is_probe_step(k, cfg.warmup_steps, cfg.probe_interval)
+    h_hat = depth.applied_depth(state.depth.h_bar, cfg.min, cfg.max)
+    match switches(state.method).depth:
+        case "adaptive":
+            h_roll = cfg.max if probe else h_hat
+        case "full":
+            h_roll = settings.rollout.max_turns
+        case "curriculum":
+            h_roll = curriculum_depth(k, state.total_steps, cfg.min, settings.rollout.max_turns)
+        case other:
+            raise ValueError(f"unknown depth mode {other!r}")
+    return StepPlan(
+        step=k,
+        probe=probe,
+        h_roll=h_roll,
+        h_hat=h_hat,
+        alpha=step_alpha(state, k, settings),
+        weights_version=k - 1,
+    )
+
+
+def complete(
+    state: ControllerState, k: int, stats: ProbeStats | None, settings: TurnOPDSettings
+) -> tuple[ControllerState, StepDecision]:
+    """Fold step k into the state; ``stats`` (the uncensored probe batch) is required on probe steps."""
+    if state.last is not None and state.last.step == k:
+        return state, state.last  # already completed: idempotent retry
+    _check_next(state, k)
+    if stats is not None and stats.step != k:
+        raise InputError(f"probe statistics are for step {stats.step}, not step {k}")
+    planned = plan(state, k, settings)
+    if switches(state.method).depth == "curriculum":
+        # Curriculum batches are censored by design: the depth controller neither probes nor updates.
+        decision = StepDecision(
+            step=k,
+            probe=False,
+            h_roll=planned.h_roll,
+            h_hat=planned.h_hat,
+            h_bar=state.depth.h_bar,
+            h_eff=state.depth.h_eff,
+            h_cov=state.depth.h_cov,
+            h_ctrl=state.depth.h_ctrl,
+        )
+    else:
+        decision = depth.step(state.depth, k, stats if planned.probe else None, settings.depth)
+        decision = decision.model_copy(update={"h_roll": planned.h_roll})
+    new_state = state.model_copy(
+        update={
+            "depth": depth.state_after(decision),
+            "probes": state.probes + int(decision.probe),
+            "last": decision,
+        }
+    )
+    return new_state, decision

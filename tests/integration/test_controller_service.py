@@ -1,0 +1,114 @@
+"""The controller service against a real redis-server and a real local Ray cluster."""
+
+import time
+
+import pytest
+import ray
+
+from services.contracts.controller import ProbeStats
+from services.contracts.controller_state import ControllerState
+from services.controller.actor import ACTOR_NAME, NAMESPACE, ControllerService, start_controller
+from services.controller.embedded_redis import EmbeddedRedis
+from services.controller.replay import replay
+from services.controller.schedule import initial_controller_state
+from services.controller.store import RedisStateStore
+from services.errors import ConflictError
+from services.settings import TurnOPDSettings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = EmbeddedRedis(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+def small_settings(steps=12):
+    s = TurnOPDSettings()
+    s.optim.steps = steps
+    s.depth.max = 12
+    s.rollout.max_turns = 12
+    s.depth.probe_interval = 3
+    s.depth.warmup_steps = 2
+    s.depth.min_cov_traj = 2
+    return s
+
+
+def stats_for(k):
+    depth = 3 + k % 4
+    kl = [1.0 / (t + 1 + k) for t in range(depth)]
+    return ProbeStats(step=k, kl_per_turn=kl, survivors=[6] * depth, success_turns=[depth - 1, depth - 2, 1])
+
+
+def drive(service_plan, service_ingest, start, stop):
+    for k in range(start, stop + 1):
+        plan = service_plan(k)
+        service_ingest(k, stats_for(k) if plan.probe else None)
+
+
+def test_state_survives_a_redis_crash_and_restart(tmp_path):
+    server = EmbeddedRedis(tmp_path / "redis")
+    url = server.start()
+    settings = small_settings()
+    service = ControllerService(settings, "run-a", RedisStateStore(url, "run-a"))
+    drive(service.plan, service.ingest, 1, 5)
+    before = service.snapshot()
+    server.stop(kill=True)  # SIGKILL: only what was fsync'ed to the AOF survives
+    again = EmbeddedRedis(tmp_path / "redis", port=server.port)
+    again.start()
+    try:
+        reloaded = ControllerService(settings, "run-a", RedisStateStore(again.url, "run-a"))
+        assert reloaded.snapshot() == before
+        assert [d.step for d in reloaded.decisions()] == [1, 2, 3, 4, 5]
+    finally:
+        again.stop()
+
+
+def test_store_refuses_stale_writers(redis_server):
+    settings = small_settings()
+    store = RedisStateStore(redis_server.url, "run-b")
+    first = ControllerService(settings, "run-b", store)
+    stale = ControllerService(settings, "run-b", RedisStateStore(redis_server.url, "run-b"))
+    first.ingest(1, stats_for(1))
+    with pytest.raises(ConflictError, match="cannot write step 1"):
+        stale.ingest(1, stats_for(1))
+    assert isinstance(store.load(), ControllerState) and store.load().depth.step == 1
+
+
+def test_run_identity_is_checked(redis_server):
+    settings = small_settings()
+    ControllerService(settings, "run-c", RedisStateStore(redis_server.url, "run-c"))
+    other = small_settings(steps=99)
+    with pytest.raises(ConflictError, match="was started as"):
+        ControllerService(other, "run-c", RedisStateStore(redis_server.url, "run-c"))
+    assert initial_controller_state("x", "vanilla", settings).depth.h_bar == 12.0
+
+
+def test_killed_controller_actor_resumes_from_redis(ray_session, redis_server):
+    settings = small_settings()
+    actor = start_controller(settings, "run-d", redis_server.url)
+    try:
+        drive(lambda k: ray.get(actor.plan.remote(k)), lambda k, s: ray.get(actor.ingest.remote(k, s)), 1, 6)
+        h_bar = ray.get(actor.snapshot.remote()).depth.h_bar
+        ray.kill(actor, no_restart=False)  # crash: Ray restarts it, __init__ reloads from Redis
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                restarted = ray.get(actor.snapshot.remote(), timeout=10)
+                break
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                assert time.monotonic() < deadline, "controller actor did not come back"
+                time.sleep(0.5)
+        assert restarted.depth.h_bar == h_bar and restarted.depth.step == 6
+        same = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+        drive(lambda k: ray.get(same.plan.remote(k)), lambda k, s: ray.get(same.ingest.remote(k, s)), 7, 12)
+        decisions = ray.get(same.decisions.remote())
+        probes = ray.get(same.probes.remote())
+        assert [d.step for d in decisions] == list(range(1, 13))
+        # live decisions equal an independent replay of the paper's algorithm on the run's own probes
+        assert decisions == list(replay(probes, 12, settings.depth))
+    finally:
+        ray.kill(actor, no_restart=True)

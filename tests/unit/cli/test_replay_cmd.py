@@ -1,0 +1,101 @@
+import json
+
+import pytest
+
+from services.contracts.controller import ProbeStats
+from services.contracts.jsonl import read_jsonl
+from services.controller.replay import replay
+from services.settings.tree import DepthSettings
+
+KEYS = ["step", "probe", "h_roll", "h_hat", "h_bar", "h_eff", "h_cov", "h_ctrl"]
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_replay_example_prints_one_line_per_step(cli, examples):
+    res = cli("controller", "replay", examples / "probes.jsonl", "--steps", 40, "--h-max", 30, "--h-min", 3)
+    assert res.code == 0
+    rows = res.json_lines()
+    assert [r["step"] for r in rows] == list(range(1, 41))
+    assert list(rows[0]) == KEYS
+    snaps = {s.step: s for s in read_jsonl(examples / "probes.jsonl", ProbeStats)}
+    expected = [d.model_dump() for d in replay(snaps, 40, DepthSettings(max=30, min=3))]
+    assert rows == expected
+    assert rows[0]["h_roll"] == 30 and rows[0]["h_hat"] == 30  # H_bar_0 = H_max
+    assert "ignored" in res.err  # snapshots on non-probe steps are reported, not silently used
+
+
+def test_options_reach_the_controller(cli, tmp_path):
+    snaps = [json.dumps({"step": k, "kl_per_turn": [1.0, 1.0], "survivors": [4, 4]}) for k in (1, 2)]
+    path = write_lines(tmp_path / "p.jsonl", snaps)
+    res = cli(
+        "controller", "replay", path, "--steps", 3, "--warmup-steps", 0, "--probe-interval", 2,
+        "--ema-alpha", 1.0, "--h-max", 10, "--h-min", 1,
+    )  # fmt: skip
+    rows = res.json_lines()
+    assert res.code == 0
+    assert [r["probe"] for r in rows] == [False, True, False]
+    assert rows[1]["h_bar"] == 0.0  # ema_alpha = 1: H_bar = H_ctrl = round(0.5) = 0
+    assert rows[2]["h_roll"] == 1
+
+
+def test_config_file_gives_defaults(cli, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[depth]\nmax = 12\nwarmup_steps = 1\n[optim]\nsteps = 2\n")
+    path = write_lines(
+        tmp_path / "p.jsonl", [json.dumps({"step": 1, "kl_per_turn": [1.0], "survivors": [2]})]
+    )
+    rows = cli("controller", "replay", path, "--config", cfg).json_lines()
+    # step 1 probes at H_max = 12 (H_eff = 0, H_cov = 0): H_bar = 0.7 * 12 = 8.4 -> step 2 rolls round(8.4)+1 = 9
+    assert [r["h_roll"] for r in rows] == [12, 9]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"step": 1, "kl_per_turn": [0.1], "survivors": [2]'], "p.jsonl:1: not valid JSON"),
+        (['{"step": 1, "kl_per_turn": [NaN], "survivors": [2]}'], "NaN is not a number"),
+        (
+            ['{"step": 1, "kl_per_turn": [0.1, 0.2], "survivors": [2, -1]}'],
+            "survivors.1: Input should be greater",
+        ),
+        (['{"step": 1, "kl_per_turn": [0.1], "survivors": [0]}'], "the probe batch is empty"),
+        (['{"step": 1, "kl_per_turn": [0.1, 0.2], "survivors": [2]}'], "kl_per_turn has 2 turns"),
+        (
+            ['{"step": 1, "kl_per_turn": [], "survivors": []}'],
+            "kl_per_turn: List should have at least 1 item",
+        ),
+        (["[1, 2]"], "expected a JSON object"),
+        (['{"step": 1, "kl_per_turn": [0.1], "survivors": [2], "extra": 1}'], "extra: unknown key"),
+        (
+            ['{"step": 2, "kl_per_turn": [0.1], "survivors": [2]}'],
+            "step 1 is a probe step but the snapshots have no line",
+        ),
+        (
+            [
+                '{"step": 1, "kl_per_turn": [0.1], "survivors": [2]}',
+                '{"step": 1, "kl_per_turn": [0.1], "survivors": [2]}',
+            ],
+            "step 1 appears more than once",
+        ),
+        ([""], "has no records"),
+    ],
+)
+def test_bad_input_is_one_line_error(cli, tmp_path, lines, message):
+    res = cli("controller", "replay", write_lines(tmp_path / "p.jsonl", lines), "--steps", 3)
+    assert res.code == 2
+    assert res.out == ""  # nothing half-written
+    assert message in res.err
+    assert len(res.err.strip().splitlines()) == 1 and "Traceback" not in res.err
+
+
+def test_missing_file_and_bad_option(cli, tmp_path):
+    res = cli("controller", "replay", tmp_path / "nope.jsonl")
+    assert res.code == 2 and "file not found" in res.err
+    res = cli("controller", "replay", tmp_path / "nope.jsonl", "--ema-alpha", "2")
+    assert res.code == 2 and "depth.ema_alpha" in res.err
+    res = cli("controller", "replay", tmp_path / "nope.jsonl", "--steps", "x")
+    assert res.code == 2 and "--steps" in res.err and len(res.err.strip().splitlines()) == 1

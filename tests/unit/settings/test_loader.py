@@ -1,0 +1,71 @@
+from pathlib import Path
+
+import pytest
+
+from services.errors import ConfigError
+from services.settings import TurnOPDSettings, load_settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cfg.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_are_the_paper_table():
+    s = TurnOPDSettings()
+    assert s.distill.distill_topk == 50
+    assert (s.depth.coverage_quantile, s.depth.use_success, s.depth.min_cov_traj) == (0.8, True, 8)
+    assert (s.depth.min, s.depth.max, s.depth.ema_alpha) == (2, 50, 0.3)
+    assert (s.depth.probe_interval, s.depth.warmup_steps) == (8, 3)
+    assert (s.blend.start, s.blend.end, s.blend.min_floor, s.blend.min_frac) == (0.0, 1.0, 8, 0.15)
+    assert s.blend.turn_norm_blend is True
+    assert s.distill.clip_ratio == (0.9, 9.0)
+    assert (s.optim.lr, s.optim.batch, s.optim.steps) == (1e-6, 64, 100)
+    assert s.rollout.max_turns == 80 and s.rollout.temperature == 1.0
+    assert (s.eval.val_n, s.eval.val_temperature) == (4, 0.85)
+
+
+def test_priority_overrides_then_env_then_file(tmp_path, monkeypatch):
+    path = write(tmp_path, "[depth]\nema_alpha = 0.5\nprobe_interval = 4\n[optim]\nsteps = 9\n")
+    assert load_settings(path).depth.ema_alpha == 0.5
+    monkeypatch.setenv("TURNOPD_DEPTH__EMA_ALPHA", "0.7")
+    s = load_settings(path)
+    assert (s.depth.ema_alpha, s.depth.probe_interval, s.optim.steps) == (0.7, 4, 9)
+    s = load_settings(path, {"depth": {"ema_alpha": 0.9}})
+    assert (s.depth.ema_alpha, s.depth.probe_interval) == (0.9, 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[depth]\nema_alpha = 1.5\n", "depth.ema_alpha: Input should be less than or equal to 1"),
+        ("[depth]\nmin = 10\nmax = 5\n", "depth: min (10) must be <= max (5)"),
+        ("[blend]\nstart = 0.6\nend = 0.2\n", "blend: end (0.2) must be greater than start (0.6)"),
+        ("[depth]\nbogus = 1\n", "depth.bogus: unknown key"),
+        ("[nonsense]\nx = 1\n", "nonsense: unknown key"),
+        ("[distill]\nclip_ratio = [1.5, 2.0]\n", "clip_ratio must be"),
+        ("[optim]\nsteps = 'many'\n", "optim.steps: Input should be a valid integer"),
+        ("[depth\n", "is not valid TOML"),
+    ],
+)
+def test_invalid_values_name_the_key(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=r"invalid settings|not valid TOML") as info:
+        load_settings(write(tmp_path, text))
+    assert message in str(info.value)
+
+
+def test_invalid_env_value_names_the_key(monkeypatch):
+    monkeypatch.setenv("TURNOPD_BLEND__MIN_FRAC", "2")
+    with pytest.raises(ConfigError, match=r"blend\.min_frac"):
+        load_settings()
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_paper_defaults_file_matches_built_in_defaults():
+    repo = Path(__file__).resolve().parents[3]
+    assert load_settings(repo / "configs" / "paper_defaults.toml") == TurnOPDSettings()
