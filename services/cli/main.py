@@ -9,7 +9,7 @@ from services.cli.errors_boundary import run_app
 
 def build_app() -> typer.Typer:
     """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
-    from services.cli import controller_cmd, diagnose_cmd
+    from services.cli import controller_cmd, diagnose_cmd, envs_cmd, serve_cmd
 
     app = typer.Typer(
         name="turnopd",
@@ -20,6 +20,8 @@ def build_app() -> typer.Typer:
     )
     app.add_typer(controller_cmd.app, name="controller")
     app.command("diagnose")(diagnose_cmd.diagnose)
+    app.add_typer(serve_cmd.app, name="serve")
+    app.add_typer(envs_cmd.app, name="envs")
     return app
 
 

@@ -102,3 +102,4 @@ class Health(Contract):
     workers_expected: int = Field(ge=0, description="Configured env worker processes.")
     active_episodes: int = Field(ge=0, description="Episodes held by this replica.")
     worker_restarts: int = Field(ge=0, description="Workers replaced since start.")
+    worker_pids: list[int] = Field(description="Process ids of the env workers, by slot.")

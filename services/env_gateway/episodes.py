@@ -90,6 +90,7 @@ class EpisodeService:
             workers_expected=size,
             active_episodes=len(self._episodes),
             worker_restarts=self._pool.restarts,
+            worker_pids=self._pool.pids(),
         )
 
     async def create(self, request: EpisodeCreate) -> EpisodeStart:

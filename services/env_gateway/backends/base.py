@@ -4,6 +4,7 @@ game inside an env worker process. No FastAPI or process handling here."""
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from services.contracts.env_gateway import EnvInfo, EnvName, Split
@@ -73,6 +74,10 @@ class EnvBackend(ABC):
     @abstractmethod
     def info(self) -> EnvInfo:
         """Catalog entry for /v1/envs."""
+
+    @abstractmethod
+    def game_path(self, split: Split, choice: GameChoice) -> Path:
+        """The chosen game's file, generated into the cache first if it is not there yet."""
 
     @abstractmethod
     def open(self, split: Split, choice: GameChoice, expert: bool) -> GameSession:
