@@ -62,7 +62,9 @@ def build_game(settings_json: str, game: GameRef) -> GameRef:
 
 def run_expert(settings_json: str, game: GameRef) -> ExpertRun:
     """Play ``game`` in-process with the expert's actions only; did it win, in how many turns?"""
-    session = _backend(settings_json, game.env).open(game.split, GameChoice(game.task_type, game.index), expert=True)
+    session = _backend(settings_json, game.env).open(
+        game.split, GameChoice(game.task_type, game.index), expert=True
+    )
     try:
         opening = session.start()
         action, turns, won = opening.expert_action, 0, False

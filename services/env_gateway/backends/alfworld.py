@@ -27,7 +27,6 @@ SPLITS: tuple[Split, ...] = ("train", "valid_unseen")
 _HIDDEN_COMMANDS = frozenset({"help"})
 _OBJECTIVE = re.compile(r"Your task is to: (.*)")
 _GENERATED_ID = re.compile(r"^[a-z]+_\d+$")
-_MAX_IDLE_ENGINES = 4
 
 
 def generated_naming(entity_ids: list[str]) -> dict[str, str]:
@@ -121,10 +120,7 @@ class AlfworldBackend(EnvBackend):
         return HouseholdSession(engine, choice.task_type, gid, expert, release=self._give_back)
 
     def _give_back(self, engine: PddlEngine) -> None:
-        if len(self._idle_engines) < _MAX_IDLE_ENGINES:
-            self._idle_engines.append(engine)
-        else:
-            engine.release()
+        self._idle_engines.append(engine)
 
     @cached_property
     def _real_games(self) -> dict[tuple[str, str], list[Path]]:

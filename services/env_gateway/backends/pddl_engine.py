@@ -1,13 +1,14 @@
 """TextWorld's PDDL engine (`PddlEnv` + Fast Downward) showing ALFWorld's entity names.
 
 Each `PddlEnv` loads its own copy of Fast Downward's shared library (its state is global to the
-library), so engines are kept and reused across episodes instead of being made per episode.
+library), so engines are kept and reused across episodes instead of being made per episode. They
+are never unloaded: loading a fresh copy after `fast_downward.close_lib` crashes the process
+(checked with textworld 1.7), so a worker holds as many engines as its peak of open episodes.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from fast_downward import close_lib
 from textworld.core import EnvInfos
 from textworld.envs.pddl import PddlEnv
 from textworld.generator.game import EntityInfo
@@ -45,7 +46,3 @@ class PddlEngine:
         """Feedback, won, admissible commands after ``command``."""
         state, _, _ = self._env.step(command)
         return str(state.feedback), bool(state["won"]), list(state["admissible_commands"])
-
-    def release(self) -> None:
-        """Unload the engine's library copy; the engine is unusable afterwards."""
-        close_lib(self._env.downward_lib)

@@ -60,26 +60,25 @@ def test_inadmissible_choice_is_not_offered():
     assert expert.next_action(["go to drawer 1", "look"]) == "go to drawer 1"
 
 
+# One engine for the whole module: Fast Downward library copies are never unloaded (see pddl_engine).
+ENGINE = PddlEngine()
+
+
 def play(task_type: str, split: str, index: int) -> list[tuple[str, str]]:
     """Play a generated game with the expert through TextWorld's PDDL engine; return the transcript."""
-    engine = PddlEngine()
-    try:
-        engine.load(make_game(split, task_type, index, GenerationParams()), generated_naming)
-        intro, admissible = engine.reset()
-        objective = intro.split("Your task is to: ")[1]
-        expert = HouseholdExpert(objective, intro)
-        transcript = [("", intro)]
-        for _ in range(60):
-            action = expert.next_action(sorted(set(admissible) - {"help"}))
-            assert action is not None, f"expert stuck in {split}/{task_type}/{index}: {transcript[-3:]}"
-            feedback, won, admissible = engine.step(action)
-            expert.observe(action, feedback)
-            transcript.append((action, feedback))
-            if won:
-                return transcript
-        raise AssertionError(f"expert did not win {split}/{task_type}/{index} in 60 turns")
-    finally:
-        engine.release()
+    ENGINE.load(make_game(split, task_type, index, GenerationParams()), generated_naming)
+    intro, admissible = ENGINE.reset()
+    expert = HouseholdExpert(intro.split("Your task is to: ")[1], intro)
+    transcript = [("", intro)]
+    for _ in range(60):
+        action = expert.next_action(sorted(set(admissible) - {"help"}))
+        assert action is not None, f"expert stuck in {split}/{task_type}/{index}: {transcript[-3:]}"
+        feedback, won, admissible = ENGINE.step(action)
+        expert.observe(action, feedback)
+        transcript.append((action, feedback))
+        if won:
+            return transcript
+    raise AssertionError(f"expert did not win {split}/{task_type}/{index} in 60 turns")
 
 
 @pytest.mark.parametrize("split", ["train", "valid_unseen"])
