@@ -16,7 +16,7 @@ import pytest
 
 from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES, EpisodeCreate, EpisodeStart
 from services.env_gateway.client import EnvGatewayClient
-from services.env_gateway.episode_errors import ActionRejectedError, EpisodeLostError
+from services.env_gateway.episode_errors import ActionRejectedError, EpisodeLostError, GatewayBusyError
 from services.errors import ConflictError, NotFoundError
 
 pytestmark = pytest.mark.integration
@@ -287,19 +287,27 @@ def test_killed_worker_is_replaced_and_only_its_episodes_are_lost(gateway):
     assert won and gateway.process.poll() is None
 
 
-def test_idle_episodes_expire(tmp_path, games_cache_dir):
-    server = start_gateway(tmp_path, games_cache_dir, extra="workers = 1\nepisode_ttl_s = 1.0")
+def test_idle_episodes_expire_and_a_full_gateway_answers_503(tmp_path, games_cache_dir):
+    extra = "workers = 1\nepisode_ttl_s = 3.0\nmax_episodes_per_worker = 2"
+    server = start_gateway(tmp_path, games_cache_dir, extra=extra)
     try:
 
         async def go():
             async with server.client() as client:
-                start = await client.create_episode(EpisodeCreate(env="alfworld", split="train", seed=5))
-                await asyncio.sleep(2.0)
+                starts = [
+                    await client.create_episode(EpisodeCreate(env="alfworld", split="train", seed=s))
+                    for s in (5, 6)
+                ]
+                with pytest.raises(GatewayBusyError, match="host 2 episodes"):
+                    await client.create_episode(EpisodeCreate(env="alfworld", split="train", seed=7))
+                await asyncio.sleep(4.0)
                 with pytest.raises(NotFoundError, match="expired"):
-                    await client.step(start.episode_id, start.admissible_actions[0])
+                    await client.step(starts[0].episode_id, starts[0].admissible_actions[0])
+                # Expired episodes free their places.
+                await client.create_episode(EpisodeCreate(env="alfworld", split="train", seed=7))
                 return await client.health()
 
-        assert asyncio.run(go()).active_episodes == 0
-        assert "turnopd_env_episodes_expired_total 1.0" in httpx.get(f"{server.url}/metrics").text
+        assert asyncio.run(go()).active_episodes == 1
+        assert "turnopd_env_episodes_expired_total 2.0" in httpx.get(f"{server.url}/metrics").text
     finally:
         stop_gateway(server)

@@ -7,6 +7,7 @@ them; otherwise it generates games offline from ALFWorld's domain, grammar and s
 
 import json
 import re
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,14 @@ class AlfworldBackend(EnvBackend):
 
 
 class HouseholdSession(GameSession):
-    def __init__(self, engine: PddlEngine, task_type: str, gid: str, expert: bool, release: Any) -> None:
+    def __init__(
+        self,
+        engine: PddlEngine,
+        task_type: str,
+        gid: str,
+        expert: bool,
+        release: Callable[[PddlEngine], None],
+    ) -> None:
         self._engine: PddlEngine | None = engine
         self._task_type = task_type
         self._game_id = gid
