@@ -1,12 +1,13 @@
 """The env gateway's FastAPI app: one factory used by uvicorn and by the Ray Serve deployment."""
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from services.contracts.env_gateway import ActionRejected
+from services.env_gateway.episode_api import EpisodeAPI
 from services.env_gateway.episode_errors import (
     ActionRejectedError,
     EngineError,
@@ -14,7 +15,7 @@ from services.env_gateway.episode_errors import (
     GatewayBusyError,
 )
 from services.env_gateway.routes import envs, episodes, health
-from services.env_gateway.runtime import GatewayRuntime
+from services.env_gateway.runtime import local_runtime
 from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
 from services.settings.env_gateway import EnvGatewaySettings
 
@@ -33,18 +34,19 @@ _STATUS: tuple[tuple[type[TurnOPDError], int], ...] = (
 )
 
 
-def create_app(settings: EnvGatewaySettings) -> FastAPI:
-    """A gateway app; its lifespan starts the env worker pool and stops it on shutdown."""
+EpisodeAPIFactory = Callable[[], AbstractAsyncContextManager[EpisodeAPI]]
+
+
+def create_app(settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | None = None) -> FastAPI:
+    """A gateway app. By default its lifespan runs a local runtime (the env worker pool of this
+    process); the Ray Serve ingress passes a factory of its shard router instead."""
+    factory = episode_api or (lambda: local_runtime(settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = GatewayRuntime(settings)
-        await runtime.start()
-        app.state.runtime = runtime
-        try:
+        async with factory() as api:
+            app.state.episode_api = api
             yield
-        finally:
-            await runtime.stop()
 
     app = FastAPI(
         title="TurnOPD env gateway",

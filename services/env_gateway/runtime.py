@@ -1,10 +1,12 @@
 """Everything one gateway replica runs: the worker pool, the episode service, the metrics, and
-the task that expires idle episodes. Started and stopped by the app's lifespan."""
+the task that expires idle episodes. It serves the routes' `EpisodeAPI` directly."""
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 
+from services.contracts.env_gateway import EnvCatalog, EpisodeCreate, EpisodeStart, Health, StepResult
 from services.env_gateway.episodes import EpisodeService
 from services.env_gateway.metrics import GatewayMetrics
 from services.env_gateway.worker_pool import WorkerPool
@@ -34,6 +36,27 @@ class GatewayRuntime:
         await self.episodes.close_all()
         await self.pool.close()
 
+    # EpisodeAPI
+
+    async def create(self, request: EpisodeCreate) -> EpisodeStart:
+        return await self.episodes.create(request)
+
+    async def step(self, episode_id: str, action: str) -> StepResult:
+        return await self.episodes.step(episode_id, action)
+
+    async def delete(self, episode_id: str) -> None:
+        await self.episodes.delete(episode_id)
+
+    async def catalog(self) -> EnvCatalog:
+        return self.episodes.catalog()
+
+    async def health(self) -> Health:
+        return self.episodes.health()
+
+    async def metrics_text(self) -> bytes:
+        self.episodes.health()  # refreshes the live-workers gauge
+        return self.metrics.render()
+
     async def _sweep(self) -> None:
         interval = min(max(self.settings.episode_ttl_s / 4.0, 0.05), 30.0)
         while True:
@@ -41,3 +64,14 @@ class GatewayRuntime:
             expired = await self.episodes.expire_idle()
             if expired:
                 log.info("closed %d idle episodes (ttl %.0fs)", expired, self.settings.episode_ttl_s)
+
+
+@contextlib.asynccontextmanager
+async def local_runtime(settings: EnvGatewaySettings) -> AsyncIterator[GatewayRuntime]:
+    """A started runtime for the duration of the block (the standalone server's lifespan)."""
+    runtime = GatewayRuntime(settings)
+    await runtime.start()
+    try:
+        yield runtime
+    finally:
+        await runtime.stop()

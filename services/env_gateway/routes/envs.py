@@ -3,11 +3,11 @@
 from fastapi import APIRouter
 
 from services.contracts.env_gateway import EnvCatalog
-from services.env_gateway.routes.deps import EpisodesDep
+from services.env_gateway.routes.deps import ApiDep
 
 router = APIRouter(prefix="/v1", tags=["envs"])
 
 
 @router.get("/envs", response_model=EnvCatalog)
-def list_envs(episodes: EpisodesDep) -> EnvCatalog:
-    return episodes.catalog()
+async def list_envs(api: ApiDep) -> EnvCatalog:
+    return await api.catalog()

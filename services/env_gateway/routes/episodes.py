@@ -9,7 +9,7 @@ from services.contracts.env_gateway import (
     StepRequest,
     StepResult,
 )
-from services.env_gateway.routes.deps import EpisodesDep
+from services.env_gateway.routes.deps import ApiDep
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -22,16 +22,16 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 
 
 @router.post("", response_model=EpisodeStart, status_code=status.HTTP_201_CREATED, responses={503: {}})
-async def create_episode(body: EpisodeCreate, episodes: EpisodesDep) -> EpisodeStart:
-    return await episodes.create(body)
+async def create_episode(body: EpisodeCreate, api: ApiDep) -> EpisodeStart:
+    return await api.create(body)
 
 
 @router.post("/{episode_id}/step", response_model=StepResult, responses=_ERRORS)
-async def step_episode(episode_id: str, body: StepRequest, episodes: EpisodesDep) -> StepResult:
-    return await episodes.step(episode_id, body.action)
+async def step_episode(episode_id: str, body: StepRequest, api: ApiDep) -> StepResult:
+    return await api.step(episode_id, body.action)
 
 
 @router.delete("/{episode_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: _ERRORS[404]})
-async def delete_episode(episode_id: str, episodes: EpisodesDep) -> Response:
-    await episodes.delete(episode_id)
+async def delete_episode(episode_id: str, api: ApiDep) -> Response:
+    await api.delete(episode_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
