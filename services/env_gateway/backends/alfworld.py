@@ -28,6 +28,7 @@ SPLITS: tuple[Split, ...] = ("train", "valid_unseen")
 _HIDDEN_COMMANDS = frozenset({"help"})
 _OBJECTIVE = re.compile(r"Your task is to: (.*)")
 _GENERATED_ID = re.compile(r"^[a-z]+_\d+$")
+_UNSOLVABLE = re.compile(r'"solvable"\s*:\s*false')
 
 
 def generated_naming(entity_ids: list[str]) -> dict[str, str]:
@@ -132,8 +133,9 @@ class AlfworldBackend(EnvBackend):
         for split in SPLITS:
             for path in sorted((root / split).glob("*/*/game.tw-pddl")):
                 task_dir = path.parent.parent.name
-                # ALFWorld skips movable-receptacle and sliced-object games in its TextWorld env too.
-                if "movable" in task_dir or "Sliced" in task_dir:
+                # ALFWorld's TextWorld env skips these too: movable-receptacle and sliced-object
+                # tasks, and games its generator marked unsolvable.
+                if "movable" in task_dir or "Sliced" in task_dir or _UNSOLVABLE.search(path.read_text()):
                     continue
                 task_type = TASK_TYPE_BY_ALFRED_NAME.get(task_dir.split("-", 1)[0])
                 if task_type is not None:

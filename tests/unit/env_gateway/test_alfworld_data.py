@@ -22,7 +22,9 @@ def alfred_id(match: re.Match[str]) -> str:
     return f"{base}_bar__plus_{number}_dot_00"
 
 
-def write_alfworld_game(root, split: str, task_dir: str, task_type: str, index: int) -> None:
+def write_alfworld_game(
+    root, split: str, task_dir: str, task_type: str, index: int, solvable: bool = True
+) -> None:
     game = make_game(split, task_type, index, GenerationParams())
     objective = game["turnopd"]["objective"][:-1]
     trial = root / "json_2.1.1" / split / task_dir / "trial_T0"
@@ -31,7 +33,7 @@ def write_alfworld_game(root, split: str, task_dir: str, task_type: str, index: 
         "pddl_domain": game["pddl_domain"],
         "grammar": alfred_grammar().replace("UNKNOWN GOAL", objective),
         "pddl_problem": _ID.sub(alfred_id, game["pddl_problem"]),
-        "solvable": True,
+        "solvable": solvable,
     }
     (trial / "game.tw-pddl").write_text(json.dumps(data))
     (trial / "traj_data.json").write_text("{}")
@@ -62,7 +64,8 @@ def data_dir(tmp_path):
 def test_real_games_are_indexed_by_alfworld_task_dirs(data_dir, tmp_path):
     backend = AlfworldBackend(EnvGatewaySettings(alfworld_data=data_dir, cache_dir=tmp_path / "cache"))
     info = backend.info()
-    assert info.games_per_split == {"train": 1, "valid_unseen": 2}  # movable-receptacle games skipped
+    # Movable-receptacle and unsolvable games are skipped, as ALFWorld does.
+    assert info.games_per_split == {"train": 1, "valid_unseen": 2}
     assert "ALFWorld data" in info.source
     assert backend.pool_size("valid_unseen", "pick_and_place") == 1
 
