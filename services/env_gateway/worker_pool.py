@@ -60,7 +60,6 @@ class WorkerPool:
         self._settings_json = settings.model_dump_json()
         self._workers: list[_Worker] = []
         self._locks: list[asyncio.Lock] = []
-        self._generations: list[int] = []
         self._on_restart = on_restart
         self._monitor: asyncio.Task[None] | None = None
         self.restarts = 0
@@ -69,7 +68,6 @@ class WorkerPool:
 
     async def start(self) -> None:
         size = self._settings.workers
-        self._generations = [0] * size
         self._locks = [asyncio.Lock() for _ in range(size)]
         self._workers = [self._spawn(slot, 0) for slot in range(size)]
         await asyncio.gather(*(self._await_ready(w) for w in self._workers))
@@ -100,9 +98,6 @@ class WorkerPool:
     def is_current(self, slot: int, generation: int) -> bool:
         return self._workers[slot].generation == generation
 
-    def pid(self, slot: int) -> int:
-        return self._workers[slot].pid
-
     def release(self, slot: int, generation: int, episode_id: str) -> None:
         if self.is_current(slot, generation):
             self._workers[slot].episodes.discard(episode_id)
@@ -132,6 +127,8 @@ class WorkerPool:
                 )
             return worker.conn.recv_bytes()
         except (EOFError, OSError) as exc:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(timeout=1.0)  # reap it, to say how it died
             raise WorkerDied(f"env worker pid {worker.pid} died ({self._exit_description(worker)})") from exc
 
     # health and replacement
@@ -141,9 +138,6 @@ class WorkerPool:
 
     def size(self) -> int:
         return len(self._workers)
-
-    def episode_count(self) -> int:
-        return sum(len(w.episodes) for w in self._workers)
 
     def pids(self) -> list[int]:
         return [w.pid for w in self._workers]
@@ -166,8 +160,13 @@ class WorkerPool:
         while True:
             await asyncio.sleep(_MONITOR_INTERVAL_S)
             for worker in list(self._workers):
-                if not worker.is_alive():
+                if worker.is_alive():
+                    continue
+                try:
                     await self.replace(worker.slot, worker.generation, self._exit_description(worker))
+                except Exception:
+                    # The monitor must outlive a failed restart; /healthz reports the slot as down.
+                    log.exception("could not replace env worker slot %d; retrying", worker.slot)
 
     # process handling
 
