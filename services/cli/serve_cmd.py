@@ -1,4 +1,4 @@
-"""`turnopd serve ...`: run a TurnOPD service as a Ray Serve application."""
+"""`turnopd serve ...`: run one TurnOPD service as a standalone server (one command per service)."""
 
 from pathlib import Path
 from typing import Annotated
@@ -7,9 +7,24 @@ import typer
 from rich.console import Console
 
 from services.cli.options import settings_with
-from services.teacher_scorer.engine import checkpoint_dir
 
-app = typer.Typer(help="Run a TurnOPD service (Ray Serve application).", no_args_is_help=True)
+app = typer.Typer(help="Run a TurnOPD service as a standalone server.", no_args_is_help=True)
+
+ConfigOption = Annotated[Path | None, typer.Option(help="TOML config; flags given here override it.")]
+
+
+@app.command("env-gateway")
+def env_gateway(
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8100).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Env worker processes (default 2).")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the env gateway (HTTP API + env worker pool) with uvicorn until interrupted."""
+    settings = settings_with(config, env_gateway={"host": host, "port": port, "workers": workers})
+    from services.env_gateway.main import serve
+
+    serve(settings.env_gateway)
 
 
 @app.command("teacher")
@@ -20,11 +35,9 @@ def teacher(
     engine: Annotated[str | None, typer.Option(help="transformers or vllm [default: transformers].")] = None,
     device: Annotated[str | None, typer.Option(help="Torch device: cpu, cuda, auto [default: cpu].")] = None,
     replicas: Annotated[int | None, typer.Option(help="Replicas [default: 1].")] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="TOML config whose [teacher] gives the defaults.")
-    ] = None,
+    config: ConfigOption = None,
 ) -> None:
-    """Serve the teacher's top-K log-probs: POST /v1/score, GET /healthz, GET /metrics."""
+    """Serve the teacher's top-K log-probs as a Ray Serve app: POST /v1/score, GET /healthz, GET /metrics."""
     settings = settings_with(
         config,
         teacher={
@@ -36,6 +49,8 @@ def teacher(
             "replicas": replicas,
         },
     )
+    from services.teacher_scorer.engine import checkpoint_dir
+
     checkpoint_dir(settings.teacher.model)  # fail in one line before Ray starts
     from services.teacher_scorer.standalone import serve_teacher  # Ray loads only for this command
 

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
+from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
 from services.settings.models import ModelsSettings
 from services.settings.section import Section
@@ -133,6 +134,7 @@ class TurnOPDSettings(BaseSettings):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)
+    env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
 
     @classmethod
     def settings_customise_sources(

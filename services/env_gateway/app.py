@@ -1,0 +1,72 @@
+"""The env gateway's FastAPI app: one factory used by uvicorn and by the Ray Serve deployment."""
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from services.contracts.env_gateway import ActionRejected
+from services.env_gateway.episode_api import EpisodeAPI
+from services.env_gateway.episode_errors import (
+    ActionRejectedError,
+    EngineError,
+    EpisodeLostError,
+    GatewayBusyError,
+)
+from services.env_gateway.routes import envs, episodes, health
+from services.env_gateway.runtime import local_runtime
+from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
+from services.settings.env_gateway import EnvGatewaySettings
+
+API_VERSION = "1.0.0"
+
+# The one place where TurnOPD errors become HTTP statuses (most specific class first).
+_STATUS: tuple[tuple[type[TurnOPDError], int], ...] = (
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (EpisodeLostError, 410),
+    (InputError, 422),
+    (GatewayBusyError, 503),
+    (ConfigError, 500),
+    (EngineError, 500),
+    (TurnOPDError, 500),
+)
+
+
+EpisodeAPIFactory = Callable[[], AbstractAsyncContextManager[EpisodeAPI]]
+
+
+def create_app(settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | None = None) -> FastAPI:
+    """A gateway app. By default its lifespan runs a local runtime (the env worker pool of this
+    process); the Ray Serve ingress passes a factory of its shard router instead."""
+    factory = episode_api or (lambda: local_runtime(settings))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with factory() as api:
+            app.state.episode_api = api
+            yield
+
+    app = FastAPI(
+        title="TurnOPD env gateway",
+        version=API_VERSION,
+        description="Household (ALFWorld) and TextWorld games for rollout workers, one episode at a time.",
+        lifespan=lifespan,
+    )
+    app.include_router(health.router)
+    app.include_router(envs.router)
+    app.include_router(episodes.router)
+    app.add_exception_handler(TurnOPDError, _turnopd_error)  # type: ignore[arg-type]
+    return app
+
+
+async def _turnopd_error(request: Request, exc: TurnOPDError) -> JSONResponse:
+    if isinstance(exc, ActionRejectedError):
+        body = ActionRejected(
+            detail=exc.message, problems=exc.problems, admissible_actions=exc.admissible_actions
+        )
+        return JSONResponse(body.model_dump(), status_code=422)
+    code = next(code for cls, code in _STATUS if isinstance(exc, cls))
+    headers = {"Retry-After": "1"} if code == 503 else None
+    return JSONResponse({"detail": str(exc)}, status_code=code, headers=headers)

@@ -1,0 +1,21 @@
+"""Liveness and Prometheus metrics."""
+
+from fastapi import APIRouter, Response
+
+from services.contracts.env_gateway import Health
+from services.env_gateway.routes.deps import ApiDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz(api: ApiDep, response: Response) -> Health:
+    health = await api.health()
+    if health.workers == 0:
+        response.status_code = 503
+    return health
+
+
+@router.get("/metrics")
+async def metrics(api: ApiDep) -> Response:
+    return Response(await api.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8")
