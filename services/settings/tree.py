@@ -14,6 +14,7 @@ from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
+from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
@@ -132,6 +133,7 @@ class TurnOPDSettings(BaseSettings):
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
     learner: LearnerSettings = Field(default_factory=LearnerSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)
     env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
