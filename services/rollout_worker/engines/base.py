@@ -76,6 +76,11 @@ class GenerationEngine(ABC):
     def stop_token_ids(self) -> tuple[int, ...]:
         """Token ids that end a response (``<|im_end|>`` and the model's eos ids)."""
 
+    @property
+    @abstractmethod
+    def max_positions(self) -> int:
+        """The longest sequence (prompt + response) the model can attend over."""
+
 
 def validate_prompts(prompts: Sequence[Sequence[int]], vocab_size: int) -> None:
     """Reject empty batches, empty prompts and ids outside the vocabulary."""

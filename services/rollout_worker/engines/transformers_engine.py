@@ -119,6 +119,10 @@ class TransformersEngine(GenerationEngine):
     def stop_token_ids(self) -> tuple[int, ...]:
         return self._stop
 
+    @property
+    def max_positions(self) -> int:
+        return int(self.model.config.max_position_embeddings)
+
     def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
         """Copy a full state dict into the model (a tied ``lm_head.weight`` may be absent)."""
         new_version = next_version(self._version, version)

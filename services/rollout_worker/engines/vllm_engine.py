@@ -106,6 +106,7 @@ class VLLMEngine(GenerationEngine):
         *,
         stop_token_ids: Sequence[int],
         vocab_size: int,
+        max_positions: int,
         dtype: str = "bfloat16",
         seed: int = 0,
         gpu_memory_utilization: float = 0.5,
@@ -124,6 +125,7 @@ class VLLMEngine(GenerationEngine):
         )
         self._stop = tuple(int(t) for t in stop_token_ids)
         self._vocab_size = vocab_size
+        self._max_positions = max_model_len if max_model_len is not None else max_positions
         self._seed = seed
         self._calls = 0
         self._version = 0
@@ -155,6 +157,7 @@ class VLLMEngine(GenerationEngine):
             path,
             stop_token_ids=stop,
             vocab_size=config.vocab_size,
+            max_positions=config.max_position_embeddings,
             dtype=dtype,
             seed=seed,
             gpu_memory_utilization=gpu_memory_utilization,
@@ -167,6 +170,10 @@ class VLLMEngine(GenerationEngine):
     @property
     def stop_token_ids(self) -> tuple[int, ...]:
         return self._stop
+
+    @property
+    def max_positions(self) -> int:
+        return self._max_positions
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
         validate_prompts(prompts, self._vocab_size)

@@ -1,0 +1,264 @@
+"""The multi-turn agent loop: many episodes played together against the env gateway (no Ray here).
+
+Per turn, every running episode's conversation goes into ONE batched ``engine.generate`` call;
+then each response is parsed and validated client-side (``services.agent.tool_calls``):
+
+* a response that does not parse, or names an action outside the admissible set, gets feedback
+  as its observation and no env step (the gateway would answer 422); the turn still counts;
+* an admissible action is stepped on the gateway; all steps of a turn run concurrently.
+
+An episode ends when the game is done; after ``h_roll`` turns (``truncated`` unless the game
+ended on that turn); or before a turn whose prompt plus ``max_new_tokens`` would exceed the
+model's positions (``truncated``). The observation after an episode's last turn is recorded in
+its ``TurnRecord`` but not appended to the token ids: the model never reads it. Finished
+episodes are deleted on the gateway at once. A gateway error loses one episode, which comes
+back as an ``EpisodeFailure``, never silently dropped.
+
+Sampling is seeded per turn from ``seed`` (``seeds.turn_seed``), so the same tasks, seed and
+weights replay the same trajectories.
+"""
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import httpx
+from pydantic import ValidationError
+
+from services.agent.chat_format import ChatFormat, Conversation
+from services.agent.tool_calls import ParseFailure, match_admissible, parse_response
+from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
+from services.contracts.rollout import EpisodeFailure, EpisodeTask
+from services.contracts.trajectory import Trajectory, TurnRecord
+from services.env_gateway.episode_errors import ActionRejectedError, GatewayBusyError
+from services.errors import ConflictError, InputError, NotFoundError, TurnOPDError
+from services.rollout_worker.engines.base import Generation, GenerationEngine, GenerationParams
+from services.rollout_worker.episode_text import (
+    first_user_message,
+    inadmissible_observation,
+    invalid_call_observation,
+    step_observation,
+)
+from services.rollout_worker.seeds import turn_seed
+
+log = logging.getLogger(__name__)
+
+# Gateway errors that lose one episode (the others play on); anything else is a bug and propagates.
+_EPISODE_ERRORS = (TurnOPDError, httpx.HTTPError)
+_BUSY_RETRIES = 5
+_BUSY_BACKOFF_S = 0.5
+
+EpisodeOutcome = Trajectory | EpisodeFailure
+
+
+class EpisodeClient(Protocol):
+    """What the loop needs of the env gateway (``EnvGatewayClient`` is the real one)."""
+
+    async def create_episode(self, request: EpisodeCreate) -> EpisodeStart: ...
+
+    async def step(self, episode_id: str, action: str) -> StepResult: ...
+
+    async def delete_episode(self, episode_id: str) -> None: ...
+
+
+@dataclass
+class _Episode:
+    """One episode in play: its conversation, the turns so far, and how it stands."""
+
+    task: EpisodeTask
+    start: EpisodeStart
+    conversation: Conversation
+    admissible: list[str]
+    turns: list[TurnRecord] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    reward: float = 0.0
+    won: bool = False
+    done: bool = False
+    truncated: bool = False
+    error: str | None = None
+    closed: bool = False
+
+    @property
+    def running(self) -> bool:
+        return not (self.done or self.truncated or self.error is not None)
+
+    def outcome(self, weights_version: int, worker: str) -> EpisodeOutcome:
+        if self.error is not None:
+            return EpisodeFailure(task=self.task, error=self.error, worker=worker)
+        return Trajectory(
+            episode_id=self.start.episode_id,
+            env=self.task.env,
+            split=self.task.split,
+            task_type=self.start.task_type,
+            token_ids=self.conversation.token_ids,
+            turns=self.turns,
+            sampler_logprobs=self.logprobs,
+            reward=self.reward,
+            success=self.won,
+            truncated=self.truncated,
+            weights_version=weights_version,
+        )
+
+
+async def play_episodes(
+    engine: GenerationEngine,
+    chat: ChatFormat,
+    env: EpisodeClient,
+    tasks: Sequence[EpisodeTask],
+    h_roll: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    *,
+    worker: str = "local",
+) -> tuple[list[Trajectory], list[EpisodeFailure]]:
+    """Play ``tasks`` together; trajectories in task order, and the episodes that failed."""
+    outcomes = await play_episode_outcomes(
+        engine, chat, env, tasks, h_roll, temperature, max_new_tokens, seed, worker=worker
+    )
+    return (
+        [o for o in outcomes if isinstance(o, Trajectory)],
+        [o for o in outcomes if isinstance(o, EpisodeFailure)],
+    )
+
+
+async def play_episode_outcomes(
+    engine: GenerationEngine,
+    chat: ChatFormat,
+    env: EpisodeClient,
+    tasks: Sequence[EpisodeTask],
+    h_roll: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    *,
+    worker: str = "local",
+) -> list[EpisodeOutcome]:
+    """Play ``tasks`` together; one outcome per task, aligned with ``tasks``."""
+    if h_roll < 1:
+        raise InputError(f"h_roll must be >= 1, got {h_roll}")
+    requests = [_create_request(task) for task in tasks]
+    version = engine.weights_version
+    opened = await asyncio.gather(
+        *(_open(env, chat, t, r, worker) for t, r in zip(tasks, requests, strict=True))
+    )
+    live = [e for e in opened if isinstance(e, _Episode)]
+    try:
+        for turn in range(h_roll):
+            for episode in live:
+                if episode.running and len(episode.conversation) + max_new_tokens > engine.max_positions:
+                    episode.truncated = True  # the next response might not fit the model's context
+            playing = [e for e in live if e.running]
+            if not playing:
+                break
+            params = GenerationParams(max_new_tokens, temperature, seed=turn_seed(seed, turn))
+            generations = engine.generate([e.conversation.token_ids for e in playing], params)
+            last = turn == h_roll - 1
+            await asyncio.gather(
+                *(_play_turn(env, e, g, turn, last) for e, g in zip(playing, generations, strict=True))
+            )
+            await _close(env, [e for e in live if not e.running and not e.closed])
+        for episode in live:
+            if episode.running:
+                episode.truncated = True  # the depth cap h_roll
+    finally:
+        await _close(env, [e for e in live if not e.closed])
+    if engine.weights_version != version:
+        raise ConflictError(f"weights changed from version {version} to {engine.weights_version} during play")
+    return [e.outcome(version, worker) if isinstance(e, _Episode) else e for e in opened]
+
+
+def _create_request(task: EpisodeTask) -> EpisodeCreate:
+    try:
+        return EpisodeCreate.model_validate(
+            {"env": task.env, "split": task.split, "seed": task.seed, "task_type": task.task_type}
+        )
+    except ValidationError as exc:
+        raise InputError(f"task {task.model_dump()} is not a valid episode: {exc}") from None
+
+
+async def _open(
+    env: EpisodeClient, chat: ChatFormat, task: EpisodeTask, request: EpisodeCreate, worker: str
+) -> "_Episode | EpisodeFailure":
+    """Create the episode on the gateway (retrying while it is at capacity) and render its prompt."""
+    for attempt in range(_BUSY_RETRIES + 1):
+        try:
+            start = await env.create_episode(request)
+            break
+        except GatewayBusyError as exc:
+            if attempt == _BUSY_RETRIES:
+                return EpisodeFailure(task=task, error=f"create: {exc}", worker=worker)
+            await asyncio.sleep(_BUSY_BACKOFF_S * 2**attempt)
+        except _EPISODE_ERRORS as exc:
+            return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
+    conversation = chat.start(first_user_message(start))
+    return _Episode(task, start, conversation, list(start.admissible_actions))
+
+
+async def _play_turn(
+    env: EpisodeClient, episode: _Episode, generation: Generation, turn: int, last: bool
+) -> None:
+    """Record one response, act on it (feedback or env step), and append the observation."""
+    conversation = episode.conversation
+    start, end = conversation.add_response_ids(generation.token_ids)
+    episode.logprobs.extend(generation.logprobs)
+    parsed = parse_response(conversation.response_text(generation.token_ids), conversation.chat.tool)
+    action: str | None = None
+    accepted = False
+    if isinstance(parsed, ParseFailure):
+        observation = invalid_call_observation(parsed, episode.admissible)
+    else:
+        action = parsed.action
+        command = match_admissible(action, episode.admissible)
+        result = None if command is None else await _step(env, episode, command, turn)
+        if episode.error is not None:
+            return
+        if result is None:
+            observation = inadmissible_observation(action, episode.admissible)
+        else:
+            accepted = True
+            observation = step_observation(result)
+            episode.reward += result.reward
+            episode.admissible = list(result.admissible_actions)
+            episode.done, episode.won = result.done, result.won
+    episode.turns.append(
+        TurnRecord(
+            index=turn,
+            response_start=start,
+            response_end=end,
+            action=action,
+            accepted=accepted,
+            observation=observation,
+        )
+    )
+    if episode.running and not last:
+        conversation.add_observation(observation)
+
+
+async def _step(env: EpisodeClient, episode: _Episode, command: str, turn: int) -> StepResult | None:
+    """Step the env; None when the gateway rejected the action (its admissible set is adopted)."""
+    try:
+        return await env.step(episode.start.episode_id, command)
+    except ActionRejectedError as exc:
+        episode.admissible = list(exc.admissible_actions)
+        return None
+    except _EPISODE_ERRORS as exc:
+        episode.error = f"step at turn {turn}: {type(exc).__name__}: {exc}"
+        return None
+
+
+async def _close(env: EpisodeClient, episodes: Sequence[_Episode]) -> None:
+    """Delete finished episodes on the gateway; a failed delete only costs gateway memory until its TTL."""
+
+    async def close(episode: _Episode) -> None:
+        episode.closed = True
+        try:
+            await env.delete_episode(episode.start.episode_id)
+        except NotFoundError:
+            pass  # already gone (expired or lost): nothing to free
+        except _EPISODE_ERRORS as exc:
+            log.warning("could not delete episode %s: %s", episode.start.episode_id, exc)
+
+    await asyncio.gather(*(close(e) for e in episodes))

@@ -1,0 +1,43 @@
+"""What the model is shown of an episode: the first user message and each turn's tool observation.
+
+Every text ends with the admissible actions (as the paper's tool returns them): a small policy
+learns far more easily to pick from a list it sees than to guess commands, and rejections name
+the choices too. Anything that produces training text for the agent (the rollout loop, expert
+demonstrations for SFT) builds it here, so the model sees the same format in training and play.
+
+Pure module: contracts and the chat-format helpers only.
+"""
+
+from collections.abc import Sequence
+
+from services.agent.chat_format import format_observation, task_message
+from services.agent.tool_calls import ParseFailure, inadmissible_action_feedback
+from services.contracts.env_gateway import EpisodeStart, StepResult
+
+TASK_PREFIX = "Your task is to: "
+
+
+def first_user_message(start: EpisodeStart) -> str:
+    """The episode's opening observation (it states the task) and the admissible actions.
+
+    Backends whose opening text omits the objective get it prepended, as in the paper's example.
+    """
+    observation = format_observation(start.observation, start.admissible_actions)
+    if start.objective.strip() and start.objective.strip() in start.observation:
+        return observation
+    return task_message(TASK_PREFIX + start.objective.strip(), observation)
+
+
+def step_observation(result: StepResult) -> str:
+    """The tool's answer to an executed action: the game's text, then the new admissible actions."""
+    return format_observation(result.observation, result.admissible_actions)
+
+
+def invalid_call_observation(failure: ParseFailure, admissible: Sequence[str]) -> str:
+    """The tool's answer to a response that did not parse; the game is unchanged."""
+    return format_observation(failure.feedback, admissible)
+
+
+def inadmissible_observation(action: str, admissible: Sequence[str]) -> str:
+    """The tool's answer to an action the game would not accept; the game is unchanged."""
+    return inadmissible_action_feedback(action, admissible)
