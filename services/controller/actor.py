@@ -51,6 +51,18 @@ class ControllerService:
     def snapshot(self) -> ControllerState:
         return self.state
 
+    def rewind(self, step: int) -> ControllerState:
+        """Go back to the state after ``step`` (a resumed learner restarts there); later steps are forgotten."""
+        if step > self.state.depth.step:
+            raise ConflictError(
+                f"cannot rewind to step {step}: the controller is at step {self.state.depth.step}"
+            )
+        if step == self.state.depth.step:
+            return self.state
+        self.state = schedule.state_at(self.state, self.store.decisions(), step, self.settings)
+        self.store.rewind(self.state)
+        return self.state
+
     def decisions(self) -> list[StepDecision]:
         return self.store.decisions()
 
@@ -71,6 +83,9 @@ class ControllerActor:
 
     def snapshot(self) -> ControllerState:
         return self._service.snapshot()
+
+    def rewind(self, step: int) -> ControllerState:
+        return self._service.rewind(step)
 
     def decisions(self) -> list[StepDecision]:
         return self._service.decisions()

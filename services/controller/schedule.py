@@ -8,6 +8,8 @@ restart) gives the same answer; ``complete`` folds step k in exactly once: compl
 state already holds returns the stored decision instead of updating twice.
 """
 
+from collections.abc import Sequence
+
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
 from services.controller import depth
@@ -108,3 +110,21 @@ def complete(
         }
     )
     return new_state, decision
+
+
+def state_at(
+    current: ControllerState, decisions: Sequence[StepDecision], step: int, settings: TurnOPDSettings
+) -> ControllerState:
+    """The state right after ``step``, rebuilt from the recorded decisions of steps 1..step."""
+    if step == 0:
+        return initial_controller_state(current.run_id, current.method, settings)
+    if len(decisions) < step or decisions[step - 1].step != step:
+        raise InputError(f"no recorded decision for step {step}; cannot rebuild the controller state")
+    kept = decisions[:step]
+    return current.model_copy(
+        update={
+            "depth": depth.state_after(kept[-1]),
+            "probes": sum(d.probe for d in kept),
+            "last": kept[-1],
+        }
+    )

@@ -28,6 +28,10 @@ class StateStore(ABC):
         """Persist a state (and the step that produced it) atomically."""
 
     @abstractmethod
+    def rewind(self, state: ControllerState) -> None:
+        """Make ``state`` current and forget every decision and probe after its step."""
+
+    @abstractmethod
     def decisions(self) -> list[StepDecision]:
         """Every completed step's decision, in order."""
 
@@ -75,6 +79,20 @@ class RedisStateStore(StateStore):
                 raise ConflictError(
                     "controller state changed concurrently; another controller is writing"
                 ) from None
+
+    def rewind(self, state: ControllerState) -> None:
+        keep = state.depth.step
+        probes = self._redis.hkeys(self._key("probes"))
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._key("state"), state.model_dump_json())
+            if keep == 0:
+                pipe.delete(self._key("decisions"))
+            else:
+                pipe.ltrim(self._key("decisions"), 0, keep - 1)
+            for step in probes:
+                if int(step) > keep:
+                    pipe.hdel(self._key("probes"), step)
+            pipe.execute()
 
     def decisions(self) -> list[StepDecision]:
         return [

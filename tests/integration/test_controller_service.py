@@ -112,3 +112,19 @@ def test_killed_controller_actor_resumes_from_redis(ray_session, redis_server):
         assert decisions == list(replay(probes, 12, settings.depth))
     finally:
         ray.kill(actor, no_restart=True)
+
+
+def test_rewind_forgets_later_steps(redis_server):
+    settings = small_settings()
+    service = ControllerService(settings, "run-e", RedisStateStore(redis_server.url, "run-e"))
+    drive(service.plan, service.ingest, 1, 7)
+    decisions = service.decisions()
+    state = service.rewind(4)
+    assert state.depth.step == 4 and state.depth.h_bar == decisions[3].h_bar
+    assert [d.step for d in service.decisions()] == [1, 2, 3, 4]
+    assert max(service.probes()) <= 4
+    again = ControllerService(settings, "run-e", RedisStateStore(redis_server.url, "run-e"))
+    assert again.snapshot() == state
+    drive(again.plan, again.ingest, 5, 7)
+    assert again.decisions() == decisions  # replaying the same probes reproduces the same steps
+    assert service.rewind(0).depth.step == 0 and service.decisions() == []

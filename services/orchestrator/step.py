@@ -1,0 +1,113 @@
+"""One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest.
+
+Every collaborator is passed in (controller actor, rollout pool, teacher client, learner), so the
+same function runs on the embedded default and on a cluster.
+"""
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import ray
+
+from services.contracts.controller import StepDecision, StepPlan
+from services.contracts.learner import LearnerBatch, LearnerStepResult
+from services.contracts.orchestrator import StepMetrics, StepTimes
+from services.contracts.rollout import EpisodeTask, RolloutResult
+from services.errors import TurnOPDError
+from services.learner.samples import build_samples
+from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.teacher_scores import teacher_topk
+from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.handle_client import TeacherHandleClient
+
+
+class RolloutPoolLike(Protocol):
+    def play(
+        self, tasks: list[EpisodeTask], h_roll: int, temperature: float, weights_version: int
+    ) -> RolloutResult: ...
+
+    def publish_weights(self, weights_ref: Any, version: int) -> None: ...
+
+
+class LearnerLike(Protocol):
+    def step(self, batch: LearnerBatch) -> tuple[LearnerStepResult, Any]: ...
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    plan: StepPlan
+    decision: StepDecision
+    result: LearnerStepResult
+    metrics: StepMetrics
+
+
+class NoTrajectoriesError(TurnOPDError, RuntimeError):
+    """Every episode of a step failed: there is nothing to train on."""
+
+
+def run_step(
+    k: int,
+    tasks: list[EpisodeTask],
+    settings: TurnOPDSettings,
+    controller: Any,
+    pool: RolloutPoolLike,
+    teacher: TeacherHandleClient,
+    learner: LearnerLike,
+    cumulative_s: float,
+) -> StepOutcome:
+    """Run optimizer step k end to end and return what to log."""
+    t0 = time.perf_counter()
+    plan: StepPlan = ray.get(controller.plan.remote(k))
+    t1 = time.perf_counter()
+    rollout = pool.play(tasks, plan.h_roll, settings.rollout.temperature, plan.weights_version)
+    if not rollout.trajectories:
+        raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
+    t2 = time.perf_counter()
+    topk, _entropy = asyncio.run(teacher_topk(teacher, rollout.trajectories, settings.distill.distill_topk))
+    samples = build_samples(
+        rollout.trajectories, topk, plan.alpha, settings.blend.min_floor, settings.blend.min_frac
+    )
+    t3 = time.perf_counter()
+    batch = LearnerBatch(step=k, probe=plan.probe, alpha=plan.alpha, h_roll=plan.h_roll, samples=samples)
+    result, weights_ref = learner.step(batch)
+    t4 = time.perf_counter()
+    pool.publish_weights(weights_ref, result.weights_version)
+    stats = probe_stats(result.turn_stats) if plan.probe else None
+    decision: StepDecision = ray.get(controller.ingest.remote(k, stats))
+    t5 = time.perf_counter()
+    trajs = rollout.trajectories
+    times = StepTimes(
+        rollout_s=t2 - t1,
+        teacher_s=t3 - t2,
+        learner_s=t4 - t3,
+        other_s=(t1 - t0) + (t5 - t4),
+        total_s=t5 - t0,
+    )
+    metrics = StepMetrics(
+        step=k,
+        method=settings.run.method,
+        probe=plan.probe,
+        h_roll=plan.h_roll,
+        h_hat=plan.h_hat,
+        h_bar=decision.h_bar,
+        h_eff=decision.h_eff,
+        h_cov=decision.h_cov,
+        h_ctrl=decision.h_ctrl,
+        alpha=plan.alpha,
+        loss=result.loss,
+        mean_kl=result.mean_kl,
+        grad_norm=result.grad_norm,
+        success_rate=sum(t.success for t in trajs) / len(trajs),
+        truncated_rate=sum(t.truncated for t in trajs) / len(trajs),
+        mean_turns=sum(len(t.turns) for t in trajs) / len(trajs),
+        trajectories=len(trajs),
+        failed_episodes=len(rollout.failures),
+        tokens=result.tokens,
+        generated_tokens=rollout.generated_tokens,
+        weights_version=result.weights_version,
+        times=times,
+        cumulative_s=cumulative_s + times.total_s,
+    )
+    return StepOutcome(plan=plan, decision=decision, result=result, metrics=metrics)
