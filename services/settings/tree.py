@@ -95,12 +95,21 @@ class OptimSettings(Section):
 
 
 class RolloutSettings(Section):
+    env: str = Field("alfworld", min_length=1, description="Env backend the run trains on.")
+    task_types: list[str] = Field(
+        default_factory=list, description="Task types to sample round-robin (empty: any task type)."
+    )
     max_turns: int = Field(80, ge=1, description="Rollout turn cap before adaptive-depth truncation.")
     temperature: float = Field(1.0, gt=0.0, description="Training rollout sampling temperature.")
     n: int = Field(1, ge=1, description="Samples per task in training rollouts.")
 
 
 class EvalSettings(Section):
+    interval: int = Field(10, ge=1, description="Evaluate every N optimizer steps (and after the last).")
+    at_start: bool = Field(True, description="Also evaluate the starting student before step 1.")
+    split: str = Field("valid_unseen", min_length=1, description="Validation split.")
+    episodes: int = Field(30, ge=1, description="Validation games per evaluation (task types round-robin).")
+    seed: int = Field(1234, ge=0, description="Seed choosing the validation games (fixed across evaluations).")
     val_n: int = Field(4, ge=1, description="Samples per validation task (Avg@n).")
     val_temperature: float = Field(0.85, gt=0.0, description="Validation sampling temperature.")
 
