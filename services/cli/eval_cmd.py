@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from services.cli.options import settings_with
+from services.contracts.jsonl import write_jsonl
 from services.contracts.rollout import EvalReport, RolloutResult, TaskTypeScore
 from services.models.registry import resolve_model_dir
 from services.rollout_worker.eval_runner import EvalProgress, EvalSpec, run_eval
@@ -55,6 +56,9 @@ def eval_(
     env_url: Annotated[
         str | None, typer.Option(help="A running env gateway (default: start one for this run).")
     ] = None,
+    trajectories: Annotated[
+        Path | None, typer.Option(help="Also write every played trajectory to this JSONL file.")
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of a table.")
     ] = False,
@@ -84,7 +88,10 @@ def eval_(
     console = Console(stderr=True)
     columns = (TextColumn("{task.description:<44}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
-        report = run_eval(settings, spec, env_url=env_url, config=config, progress=_ProgressBar(progress))
+        run = run_eval(settings, spec, env_url=env_url, config=config, progress=_ProgressBar(progress))
+    report = run.report
+    if trajectories is not None:
+        write_jsonl(trajectories, run.result.trajectories)
     if json_output:
         print(report.model_dump_json())
     else:

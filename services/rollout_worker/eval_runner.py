@@ -40,6 +40,15 @@ class EvalSpec:
     max_new_tokens: int | None = None
 
 
+@dataclass(frozen=True)
+class EvalRun:
+    """An evaluation's report, with the tasks it played and the pool's result (trajectories)."""
+
+    report: EvalReport
+    tasks: list[EpisodeTask]
+    result: RolloutResult
+
+
 class EvalProgress:
     """Callbacks of a running evaluation (the CLI's progress bar); the defaults do nothing."""
 
@@ -60,14 +69,14 @@ def run_eval(
     env_url: str | None = None,
     config: Path | None = None,
     progress: EvalProgress | None = None,
-) -> EvalReport:
+) -> EvalRun:
     """Play the evaluation and score it."""
     progress = progress or EvalProgress()
     with _gateway(settings, env_url, config, progress.stage) as url:
         task_types = _task_types(asyncio.run(_catalog(url)), spec.env, spec.split)
         tasks = eval_tasks(spec.env, spec.split, spec.episodes, spec.n, spec.seed, task_types)
         result = _play(settings, url, spec, tasks, progress)
-    return eval_report(
+    report = eval_report(
         tasks,
         result,
         model=spec.model,
@@ -77,6 +86,7 @@ def run_eval(
         seed=spec.seed,
         task_types=task_types,
     )
+    return EvalRun(report, tasks, result)
 
 
 @contextmanager
