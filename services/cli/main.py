@@ -9,7 +9,7 @@ from services.cli.errors_boundary import run_app
 
 def build_app() -> typer.Typer:
     """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
-    from services.cli import controller_cmd, diagnose_cmd, envs_cmd, models_cmd, serve_cmd
+    from services.cli import controller_cmd, diagnose_cmd, envs_cmd, eval_cmd, models_cmd, serve_cmd
 
     app = typer.Typer(
         name="turnopd",
@@ -23,6 +23,7 @@ def build_app() -> typer.Typer:
     app.command("diagnose")(diagnose_cmd.diagnose)
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
+    app.command("eval")(eval_cmd.eval_)
     return app
 
 

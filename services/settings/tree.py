@@ -16,6 +16,7 @@ from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
 from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
+from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.section import Section
 from services.settings.sources import file_settings_source
 from services.settings.teacher import TeacherSettings
@@ -146,6 +147,7 @@ class TurnOPDSettings(BaseSettings):
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)
     env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
+    rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
 
     @classmethod
     def settings_customise_sources(

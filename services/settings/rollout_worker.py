@@ -1,0 +1,21 @@
+"""Settings of the rollout worker pool (section ``[rollout_worker]``); pool size is ``cluster.rollout_workers``."""
+
+from pydantic import Field
+
+from services.settings.section import Section
+
+
+class RolloutWorkerSettings(Section):
+    num_cpus: float = Field(
+        1.0, gt=0.0, description="CPUs Ray reserves per rollout worker (its torch threads)."
+    )
+    max_attempts: int = Field(
+        3, ge=1, le=100, description="Plays of one batch of tasks before its episodes are reported failed."
+    )
+    restart_timeout_s: float = Field(
+        300.0, gt=0.0, description="How long to wait for Ray to restart a dead worker (and reload weights)."
+    )
+    env_timeout_s: float = Field(300.0, gt=0.0, description="Timeout of one env gateway HTTP call.")
+    eval_chunk_episodes: int = Field(
+        8, ge=1, description="`turnopd eval`: episodes per worker call (progress granularity vs batch size)."
+    )

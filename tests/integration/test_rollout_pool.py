@@ -1,0 +1,126 @@
+"""The rollout pool on the shared Ray session against a real env gateway (a `turnopd serve env-gateway`
+subprocess): task order, weight publishing, stale versions refused, a worker killed mid-play."""
+
+import asyncio
+import threading
+import time
+
+import httpx
+import pytest
+import ray
+from rollout_fixtures import gateway_config, rollout_settings, zoo_cache_dir
+
+from services.agent.chat_format import ChatFormat
+from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
+from services.contracts.rollout import EpisodeTask, RolloutRequest
+from services.env_gateway.client import EnvGatewayClient
+from services.env_gateway.local_server import LocalGateway
+from services.errors import ConflictError
+from services.models.loading import load_causal_lm, load_tokenizer
+from services.rollout_worker.agent_loop import play_episodes
+from services.rollout_worker.engines import make_engine
+from services.rollout_worker.pool import RolloutPool
+
+pytestmark = pytest.mark.integration
+
+TASKS = [
+    EpisodeTask(env="alfworld", split="valid_unseen", seed=i // 6, task_type=HOUSEHOLD_TASK_TYPES[i % 6])
+    for i in range(6)
+]
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return zoo_cache_dir()
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory, zoo):
+    return rollout_settings(gateway_config(tmp_path_factory.mktemp("rollout")), zoo)
+
+
+@pytest.fixture(scope="module")
+def gateway(settings, tmp_path_factory):
+    config = gateway_config(tmp_path_factory.mktemp("gateway"))
+    with LocalGateway(config, workers=1, startup_timeout_s=300) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def pool(ray_session, settings, gateway):
+    rollout_pool = RolloutPool(settings, gateway.url, "student")
+    yield rollout_pool
+    rollout_pool.close()
+
+
+def active_episodes(gateway: LocalGateway) -> int:
+    return int(httpx.get(f"{gateway.url}/healthz", timeout=5.0).json()["active_episodes"])
+
+
+def test_agent_loop_plays_the_real_gateway_and_deletes_its_episodes(gateway, zoo):
+    engine = make_engine("transformers", "student", cache_dir=zoo, seed=0)
+    chat = ChatFormat(load_tokenizer("student", zoo))
+
+    async def go():
+        async with EnvGatewayClient(gateway.url) as env:
+            return await play_episodes(engine, chat, env, TASKS[:3], 2, 1.0, 24, seed=5)
+
+    trajectories, failures = asyncio.run(go())
+    assert failures == []
+    assert [t.task_type for t in trajectories] == list(HOUSEHOLD_TASK_TYPES[:3])
+    for trajectory in trajectories:
+        assert len(trajectory.turns) == 2 and trajectory.truncated and trajectory.split == "valid_unseen"
+        assert len(trajectory.sampler_logprobs) == sum(trajectory.turn_tokens)
+        assert "Admissible actions: go to " in chat.tokenizer.decode(trajectory.token_ids)
+    assert active_episodes(gateway) == 0
+
+
+def test_pool_returns_every_task_in_order_and_refuses_stale_versions(pool, zoo):
+    result = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=0)
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert [t.task_type for t in result.trajectories] == list(HOUSEHOLD_TASK_TYPES)
+    assert {t.weights_version for t in result.trajectories} == {0} and result.weights_version == 0
+    assert result.generated_tokens == sum(len(t.sampler_logprobs) for t in result.trajectories)
+
+    weights = load_causal_lm("student", cache_dir=zoo).state_dict()
+    weights.pop("lm_head.weight", None)  # as the learner publishes a tied model
+    pool.publish_weights(ray.put(weights), 1)
+    assert pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
+    with pytest.raises(ConflictError, match="version 1 but the request is for version 0"):
+        pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=0)
+    worker = ray.get_actor("rollout-worker-0", namespace="turnopd")
+    stale = RolloutRequest(tasks=TASKS[:1], h_roll=1, temperature=1.0, weights_version=0)
+    with pytest.raises(ConflictError, match="holds weights version 1"):
+        ray.get(worker.play.remote(stale))
+    with pytest.raises(ConflictError, match="must increase"):
+        pool.publish_weights(ray.put(weights), 1)
+
+    again = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=1)
+    assert {t.weights_version for t in again.trajectories} == {1}
+    # The same weights under a new version sample exactly as before: seeds follow the tasks.
+    assert [t.token_ids for t in again.trajectories] == [t.token_ids for t in result.trajectories]
+
+
+def test_a_worker_killed_mid_play_is_restarted_reloaded_and_its_episodes_replayed(pool, gateway):
+    assert pool.weights_version == 1  # published by the previous test
+    undisturbed = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=1, max_new_tokens=48)
+    assert undisturbed.failures == []
+    deaths, reloads = pool.stats.worker_deaths, pool.stats.weight_reloads
+
+    def kill_when_playing() -> None:
+        deadline = time.monotonic() + 60
+        while active_episodes(gateway) < len(TASKS) and time.monotonic() < deadline:
+            time.sleep(0.02)  # both workers have opened their episodes: they are mid-play
+        time.sleep(min(1.0, undisturbed.wall_s / 4))
+        ray.kill(ray.get_actor("rollout-worker-1", namespace="turnopd"), no_restart=False)
+
+    killer = threading.Thread(target=kill_when_playing)
+    killer.start()
+    result = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=1, max_new_tokens=48)
+    killer.join()
+    assert pool.stats.worker_deaths == deaths + 1
+    assert pool.stats.weight_reloads == reloads + 1  # the restarted worker came back at version 0
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert {t.weights_version for t in result.trajectories} == {1}
+    assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
+    assert pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
