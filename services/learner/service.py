@@ -57,7 +57,7 @@ class Learner:
                 num_workers=self.world,
                 use_gpu=cluster.learner_gpus_per_worker > 0,
                 resources_per_worker={
-                    "CPU": 1,
+                    "CPU": settings.learner.num_cpus_per_worker,
                     **({"GPU": cluster.learner_gpus_per_worker} if cluster.learner_gpus_per_worker else {}),
                     **({"learner_pool": 1} if cluster.pool_resources else {}),
                 },

@@ -73,7 +73,7 @@ def train_loop(config: dict[str, Any]) -> None:
         batch: LearnerBatch
         batch, sample_ids = message
         result, weights = _step(model, optim, batch, sample_ids, settings, device, world)
-        if result.step % settings.learner.checkpoint_every == 0:
+        if result.step % settings.learner.checkpoint_every == 0 or result.step == settings.optim.steps:
             _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
         ref = ray.put(weights) if rank == 0 else None
         outbox.put((result, ref))

@@ -9,6 +9,7 @@ from services.settings.section import Section
 
 class LearnerSettings(Section):
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="Parameter dtype of the student.")
+    num_cpus_per_worker: float = Field(1.0, gt=0.0, description="Logical CPUs each learner worker reserves.")
     token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
     checkpoint_every: int = Field(10, ge=1, description="Save a checkpoint every N optimizer steps.")
     keep_checkpoints: int = Field(2, ge=1, description="How many recent checkpoints to keep on disk.")

@@ -110,7 +110,9 @@ class EvalSettings(Section):
     at_start: bool = Field(True, description="Also evaluate the starting student before step 1.")
     split: str = Field("valid_unseen", min_length=1, description="Validation split.")
     episodes: int = Field(30, ge=1, description="Validation games per evaluation (task types round-robin).")
-    seed: int = Field(1234, ge=0, description="Seed choosing the validation games (fixed across evaluations).")
+    seed: int = Field(
+        1234, ge=0, description="Seed choosing the validation games (fixed across evaluations)."
+    )
     val_n: int = Field(4, ge=1, description="Samples per validation task (Avg@n).")
     val_temperature: float = Field(0.85, gt=0.0, description="Validation sampling temperature.")
 

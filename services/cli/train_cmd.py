@@ -1,0 +1,78 @@
+"""`turnopd train`: on-policy distillation with the TurnOPD controllers (or a baseline method)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from services.cli.options import settings_with
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.errors import InputError
+from services.orchestrator.run_dir import CONFIG_FILE, RunDir
+from services.settings import TurnOPDSettings, load_settings
+from services.settings.tree import Method
+
+SECRET_FIELDS = {"controller": {"redis_password"}}
+
+
+def _resolved(
+    config: Path | None, method: Method | None, steps: int | None, run_dir: Path | None
+) -> TurnOPDSettings:
+    return settings_with(config, run={"method": method, "run_dir": run_dir}, optim={"steps": steps})
+
+
+def train(
+    config: Annotated[Path | None, typer.Option(help="Run config (TOML), e.g. configs/demo.toml.")] = None,
+    method: Annotated[
+        Method | None, typer.Option(help="turnopd, vanilla, adaptive-depth, blend, turn-norm, tcod.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps K [optim.steps].")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run directory [run.run_dir].")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the run in this directory from its last checkpoint.")
+    ] = None,
+) -> None:
+    """Distil the student on its own trajectories: plan, roll out, score, update, ingest."""
+    if resume is not None:
+        if any(v is not None for v in (config, method, steps, run_dir)):
+            raise InputError("--resume takes the run's saved config; do not combine it with other options")
+        run = RunDir(resume)
+        saved = TurnOPDSettings.model_validate_json(run.saved_config())
+        settings = load_settings(None, saved.model_dump(exclude=SECRET_FIELDS))
+        config_file = None
+    else:
+        settings = _resolved(config, method, steps, run_dir)
+        run = RunDir(settings.run.run_dir)
+        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+        config_file = config
+    console = Console(stderr=True)
+    from services.orchestrator.pipeline import train as run_training  # Ray loads only for this command
+
+    with Progress(
+        TextColumn("[bold]train[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("steps", total=settings.optim.steps, status="starting services")
+
+        def on_step(m: StepMetrics) -> None:
+            kind = "probe" if m.probe else "     "
+            progress.update(
+                bar,
+                completed=m.step,
+                status=f"{kind} H_roll={m.h_roll:<3} H_hat={m.h_hat:<3} alpha={m.alpha:.2f} "
+                f"KL={m.mean_kl:.3f} succ={m.success_rate:.2f} {m.times.total_s:.1f}s",
+            )
+
+        def on_eval(r: EvalRecord) -> None:
+            progress.console.print(
+                f"eval after step {r.step}: success {r.success_rate:.3f}, Avg@{r.n} {r.avg_at_n:.3f} on {r.split}"
+            )
+
+        run_training(settings, run, config_file, on_step, on_eval)
+    console.print(f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl)")

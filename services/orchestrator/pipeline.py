@@ -1,0 +1,96 @@
+"""`turnopd train`: the step loop over the services of ``stack.py``, with logs, metrics and evaluation."""
+
+import json
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+import ray
+from prometheus_client import CollectorRegistry, start_http_server
+
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.diagnostics.step_stats import step_stats
+from services.learner.checkpoint import latest_checkpoint
+from services.orchestrator.evaluation import evaluate
+from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
+from services.orchestrator.stack import Stack, start_stack
+from services.orchestrator.step import run_step
+from services.orchestrator.tasks import step_tasks
+from services.orchestrator.training_metrics import TrainingMetrics
+from services.settings.tree import TurnOPDSettings
+
+StepCallback = Callable[[StepMetrics], None]
+EvalCallback = Callable[[EvalRecord], None]
+
+
+def _cumulative_before(run: RunDir) -> float:
+    path = run.path(METRICS_FILE)
+    if not path.exists():
+        return 0.0
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return float(rows[-1]["cumulative_s"]) if rows else 0.0
+
+
+def _resume(stack: Stack, run: RunDir) -> int:
+    """Line the run up with the learner's last checkpoint: logs, controller and rollout weights."""
+    start = stack.learner.resumed_step
+    run.truncate_after(start)
+    ray.get(stack.controller.rewind.remote(start))
+    checkpoint = latest_checkpoint(run.root)
+    if start > 0 and checkpoint is not None:
+        from safetensors.torch import load_file
+
+        stack.pool.publish_weights(ray.put(load_file(checkpoint / "model.safetensors")), start)
+    return start
+
+
+def train(
+    settings: TurnOPDSettings,
+    run: RunDir,
+    config_file: Path | None,
+    on_step: StepCallback,
+    on_eval: EvalCallback,
+) -> int:
+    """Run steps after the last checkpoint up to ``optim.steps``; return the last step done."""
+    with ExitStack() as exits:
+        stack = start_stack(settings, run, config_file, exits)
+        start = _resume(stack, run)
+        exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
+        if settings.metrics.enabled:
+            server, _thread = start_http_server(
+                settings.metrics.port, addr=settings.metrics.host, registry=exporter.registry
+            )
+            exits.callback(server.shutdown)
+        cumulative = _cumulative_before(run)
+        if start == 0 and settings.eval.at_start:
+            record = evaluate(stack.pool, settings, step=0, weights_version=0, cumulative_s=0.0)
+            run.append(EVAL_FILE, record.model_dump_json())
+            on_eval(record)
+        env = settings.rollout.env
+        for k in range(start + 1, settings.optim.steps + 1):
+            tasks = step_tasks(
+                env,
+                "train",
+                settings.optim.batch,
+                settings.rollout.n,
+                k,
+                settings.run.seed,
+                settings.rollout.task_types,
+            )
+            out = run_step(
+                k, tasks, settings, stack.controller, stack.pool, stack.teacher, stack.learner, cumulative
+            )
+            cumulative = out.metrics.cumulative_s
+            run.append(TURN_STATS_FILE, out.result.turn_stats.model_dump_json())
+            run.append(DECISIONS_FILE, out.decision.model_dump_json())
+            run.append(METRICS_FILE, out.metrics.model_dump_json())
+            exporter.observe(
+                out.metrics,
+                step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
+            )
+            on_step(out.metrics)
+            if k % settings.eval.interval == 0 or k == settings.optim.steps:
+                record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)
+                run.append(EVAL_FILE, record.model_dump_json())
+                on_eval(record)
+        return settings.optim.steps

@@ -1,0 +1,73 @@
+"""`turnopd train` end to end on the tiny zoo: every service real, a few steps, then an exact resume."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rollout_fixtures import zoo_cache_dir
+
+from services.contracts.controller import ProbeStats, StepDecision
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.controller.replay import replay
+from services.learner.checkpoint import latest_checkpoint
+from services.models.registry import resolve_cache_dir
+from services.orchestrator.pipeline import train
+from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.run_dir import RunDir
+from services.settings import load_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def smoke_config(tmp_path: Path) -> Path:
+    games = resolve_cache_dir() / "test-fixtures" / "envs"
+    text = (REPO / "configs" / "smoke.toml").read_text()
+    text = text.replace("[env_gateway]\n", f'[env_gateway]\ncache_dir = "{games}"\n')
+    text = text.replace("[models]\n", f'[models]\ncache_dir = "{zoo_cache_dir()}"\n')
+    text = text.replace('run_dir = "runs/smoke"', f'run_dir = "{tmp_path / "run"}"')
+    path = tmp_path / "smoke.toml"
+    path.write_text(text)
+    return path
+
+
+def test_train_smoke_then_resume(ray_session, tmp_path):
+    config = smoke_config(tmp_path)
+    settings = load_settings(config)
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    steps, evals = [], []
+    assert train(settings, run, config, steps.append, evals.append) == 3
+
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in metrics] == [1, 2, 3] and [m.weights_version for m in metrics] == [1, 2, 3]
+    assert [m.probe for m in metrics] == [True, True, False]
+    assert all(m.h_roll == 6 for m in metrics if m.probe)
+    assert metrics[2].h_roll == metrics[2].h_hat  # routine steps roll out to H_hat
+    assert all(m.loss > 0 and m.tokens > 0 for m in metrics)
+    assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
+    turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
+    assert [r.step for r in turn_stats] == [1, 2, 3]
+    # live controller decisions equal an independent replay on the run's own probe statistics
+    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
+    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
+    replayed = list(replay(probes, 3, settings.depth))
+    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
+        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
+    ]
+    assert [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [3] and len(evals) == 1
+    assert latest_checkpoint(run.root) is not None and latest_checkpoint(run.root).name == "step_000003"
+
+    # Kill after step 3 but before its checkpoint landed: resume continues from step 2's checkpoint.
+    shutil.rmtree(run.root / "checkpoints" / "step_000003")
+    before = [json.loads(line)["loss"] for line in run.path("metrics.jsonl").read_text().splitlines()]
+    again: list[StepMetrics] = []
+    train(settings, run, config, again.append, evals.append)
+    assert [m.step for m in again] == [3]
+    resumed = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in resumed] == [1, 2, 3]  # nothing repeated, nothing skipped
+    assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3]
+    assert resumed[2].loss == pytest.approx(before[2], rel=1e-3)  # same weights, same rollouts, same step
