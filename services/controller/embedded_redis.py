@@ -44,7 +44,7 @@ class EmbeddedRedis:
     """One redis-server child process with its data in ``data_dir``."""
 
     def __init__(self, data_dir: Path, password: str | None = None, port: int | None = None) -> None:
-        self.data_dir = data_dir
+        self.data_dir = data_dir.resolve()  # redis-server chdirs into --dir; relative paths would break
         self.password = password
         self.port = port or free_loopback_port()
         self._proc: subprocess.Popen[bytes] | None = None

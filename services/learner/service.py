@@ -48,8 +48,8 @@ class Learner:
             train_loop,
             train_loop_config={
                 "settings": settings,
-                "run_dir": str(run_dir),
-                "model_dir": str(model_dir),
+                "run_dir": str(run_dir.resolve()),  # workers run in their own cwd
+                "model_dir": str(model_dir.resolve()),
                 "inboxes": self.inboxes,
                 "outbox": self.outbox,
             },
