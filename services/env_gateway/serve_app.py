@@ -9,8 +9,10 @@ Ray is imported here only, so the standalone server never needs it.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from ray import serve
 from ray.exceptions import RayTaskError
 from ray.serve import Application
@@ -20,7 +22,9 @@ from services.contracts.env_gateway import EnvCatalog, EpisodeCreate, EpisodeSta
 from services.env_gateway.app import create_app
 from services.env_gateway.runtime import GatewayRuntime
 from services.env_gateway.shard_router import ShardRouter
+from services.errors import ConfigError
 from services.settings.env_gateway import EnvGatewaySettings
+from services.settings.loader import describe_validation_error, load_settings
 
 SERVE_APP_NAME = "env-gateway"
 ROUTE_PREFIX = "/env-gateway"
@@ -112,7 +116,7 @@ class EnvGatewayIngress:
         return self._app
 
 
-def build_app(settings: EnvGatewaySettings) -> Application:
+def gateway_application(settings: EnvGatewaySettings) -> Application:
     """The bound Serve application (deploy with `serve.run(app, name=SERVE_APP_NAME, ...)`)."""
     settings_json = settings.model_dump_json()
     shards = [
@@ -130,4 +134,25 @@ def build_app(settings: EnvGatewaySettings) -> Application:
 
 def deploy(settings: EnvGatewaySettings, blocking: bool = False) -> None:
     """Run the app on the connected Ray cluster under its well-known name and route prefix."""
-    serve.run(build_app(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX, blocking=blocking)
+    serve.run(
+        gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX, blocking=blocking
+    )
+
+
+class GatewayAppArgs(BaseModel):
+    """The Serve config's ``args:`` for ``import_path: services.env_gateway.serve_app:build_app``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_path: Path | None = None
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """Serve config builder: ``[env_gateway]`` from ``config_path``; shards = ``[cluster] env_replicas``."""
+    try:
+        parsed = GatewayAppArgs.model_validate(args)
+    except ValidationError as exc:
+        raise ConfigError(f"env-gateway app args: {describe_validation_error(exc)}") from None
+    settings = load_settings(parsed.config_path)
+    gateway = settings.env_gateway.model_copy(update={"replicas": settings.cluster.env_replicas})
+    return gateway_application(gateway)

@@ -42,7 +42,7 @@ async def play(client: EnvGatewayClient, seed: int) -> tuple[str, bool]:
 def test_serve_app_shards_episodes_and_plays_them(ray_session):
     from ray import serve
 
-    from services.env_gateway.serve_app import ROUTE_PREFIX, SERVE_APP_NAME, build_app
+    from services.env_gateway.serve_app import ROUTE_PREFIX, SERVE_APP_NAME, gateway_application
 
     cache = (
         Path(os.environ.get("TURNOPD_CACHE_DIR", Path.home() / ".cache" / "turnopd"))
@@ -52,7 +52,7 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     settings = EnvGatewaySettings(replicas=2, workers=1, replica_num_cpus=0.5, cache_dir=cache)
-    serve.run(build_app(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX)
+    serve.run(gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX)
     url = f"http://127.0.0.1:{port}{ROUTE_PREFIX}"
     try:
 
