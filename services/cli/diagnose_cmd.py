@@ -112,8 +112,18 @@ def diagnose(
     ] = None,
 ) -> None:
     """Per-turn KL, survivors, success/failure gap, loss share and deep-budget statistics of a run."""
+    run_config = run_dir / "config.json"
+    if config is None and run_config.is_file():
+        # A `turnopd train` run: its own [blend] floor gives the actual weights' reliability rule.
+        from services.settings import TurnOPDSettings
+
+        saved = TurnOPDSettings.model_validate_json(run_config.read_text())
+        blend_from_run = {"blend": saved.blend.model_dump()}
+    else:
+        blend_from_run = {}
     settings = settings_with(
         config,
+        **blend_from_run,
         diagnostics={
             "min_survivors": min_survivors,
             "min_survivor_frac": min_survivor_frac,

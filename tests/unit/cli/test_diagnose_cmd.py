@@ -80,3 +80,20 @@ def test_missing_run_dir_or_file(cli, tmp_path):
     assert "run directory not found" in cli("diagnose", tmp_path / "nope").err
     res = cli("diagnose", tmp_path)
     assert res.code == 2 and "file not found" in res.err
+
+
+def test_run_config_gives_the_blend_floor(cli, tmp_path):
+    from services.settings import TurnOPDSettings
+
+    traj = {"turn_tokens": [2, 1], "turn_kl_sum": [0.4, 0.3], "success": True, "truncated": False}
+    line = json.dumps({"step": 1, "probe": True, "alpha": 1.0, "h_roll": 3, "trajectories": [traj, traj]})
+    run = write_run(tmp_path, [line])
+    default = DiagnosisReport.model_validate_json(cli("diagnose", run, "--json", "--min-survivors", 1).out)
+    settings = TurnOPDSettings()
+    settings.blend.min_floor = 1
+    (run / "config.json").write_text(settings.model_dump_json())
+    own = DiagnosisReport.model_validate_json(cli("diagnose", run, "--json", "--min-survivors", 1).out)
+    # default floor 8 > 2 trajectories: no reliable turn, actual = trajectory weights; the run's floor 1: equal turns
+    assert default.per_turn[1].loss_share == pytest.approx(default.per_turn[1].loss_share_traj)
+    # each turn has mass 1/2: turn 0 tokens weigh 1/8 (kl sums 0.4), turn 1 tokens 1/4 (kl sums 0.3)
+    assert own.per_turn[1].loss_share == pytest.approx(0.15 / (0.15 + 0.1), rel=1e-6)
