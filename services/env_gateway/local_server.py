@@ -7,7 +7,6 @@ gateway's output goes to a log file whose tail is shown if it fails to come up.
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,15 +18,9 @@ from types import TracebackType
 import httpx
 
 from services.errors import TurnOPDError
+from services.loopback import free_loopback_port
 
 HEALTH_POLL_S = 0.2
-
-
-def free_loopback_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LocalGateway:

@@ -4,7 +4,6 @@ port, driven over HTTP with EnvGatewayClient (and raw httpx for malformed reques
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES, EpisodeCreate, 
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.episode_errors import ActionRejectedError, EpisodeLostError, GatewayBusyError
 from services.errors import ConflictError, NotFoundError
+from services.loopback import free_loopback_port
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -31,14 +31,8 @@ class Gateway:
         return EnvGatewayClient(self.url, timeout_s=120.0)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_gateway(workdir: Path, cache_dir: Path, extra: str = "") -> Gateway:
-    port = free_port()
+    port = free_loopback_port()
     config = workdir / "gateway.toml"
     config.write_text(
         f'[env_gateway]\ncache_dir = "{cache_dir}"\n{extra}\n'

@@ -3,7 +3,6 @@ two shards with their own env workers, and every episode's requests reaching its
 
 import asyncio
 import os
-import socket
 from pathlib import Path
 
 import httpx
@@ -13,15 +12,10 @@ from services.contracts.env_gateway import EpisodeCreate
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.episode_errors import ActionRejectedError
 from services.errors import NotFoundError
+from services.loopback import free_loopback_port
 from services.settings.env_gateway import EnvGatewaySettings
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def play(client: EnvGatewayClient, seed: int) -> tuple[str, bool]:
@@ -49,7 +43,7 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
         / "test-fixtures"
         / "envs"
     )
-    port = free_port()
+    port = free_loopback_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     settings = EnvGatewaySettings(replicas=2, workers=1, replica_num_cpus=0.5, cache_dir=cache)
     serve.run(gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX)
