@@ -9,7 +9,15 @@ from services.cli.errors_boundary import run_app
 
 def build_app() -> typer.Typer:
     """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
-    from services.cli import controller_cmd, diagnose_cmd, envs_cmd, eval_cmd, models_cmd, serve_cmd
+    from services.cli import (
+        controller_cmd,
+        diagnose_cmd,
+        envs_cmd,
+        eval_cmd,
+        models_cmd,
+        serve_cmd,
+        teacher_cmd,
+    )
 
     app = typer.Typer(
         name="turnopd",
@@ -24,6 +32,7 @@ def build_app() -> typer.Typer:
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
     app.command("eval")(eval_cmd.eval_)
+    app.add_typer(teacher_cmd.app, name="teacher")
     return app
 
 
