@@ -16,6 +16,7 @@ def build_app() -> typer.Typer:
         eval_cmd,
         models_cmd,
         serve_cmd,
+        teacher_cmd,
         train_cmd,
     )
 
@@ -33,6 +34,7 @@ def build_app() -> typer.Typer:
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
     app.command("eval")(eval_cmd.eval_)
+    app.add_typer(teacher_cmd.app, name="teacher")
     return app
 
 

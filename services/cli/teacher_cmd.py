@@ -1,0 +1,95 @@
+"""`turnopd teacher train`: supervised training of a model on expert episodes from the env gateway."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from services.cli.options import settings_with
+from services.teacher_training.pipeline import CollectProgress
+from services.teacher_training.trainer import StepReport
+
+app = typer.Typer(help="Train the teacher by imitation of the env gateway's expert.", no_args_is_help=True)
+
+
+class _CollectBar(CollectProgress):
+    """The collection's stages and one step per expert episode."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task = progress.add_task("expert data", total=None, info="")
+        self._dropped = 0
+
+    def stage(self, description: str) -> None:
+        self._progress.update(self._task, description=description)
+
+    def start(self, total_episodes: int) -> None:
+        self._progress.update(self._task, description="collecting expert episodes", total=total_episodes)
+
+    def episode(self, won: bool) -> None:
+        self._dropped += 0 if won else 1
+        self._progress.update(self._task, advance=1, info=f"{self._dropped} dropped" if self._dropped else "")
+
+
+@app.command("train")
+def train(
+    episodes: Annotated[
+        int | None, typer.Option(min=1, help="Expert episodes to train on [sft.episodes].")
+    ] = None,
+    epochs: Annotated[
+        float | None, typer.Option(min=0.0, help="Passes over the episodes [sft.epochs].")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="Seed of games, data order and run [sft.seed].")
+    ] = None,
+    out: Annotated[str | None, typer.Option(help="Zoo name or path to save the model as [sft.out].")] = None,
+    base: Annotated[str | None, typer.Option(help="Model to start from [sft.base].")] = None,
+    lr: Annotated[float | None, typer.Option(min=0.0, help="Peak learning rate [sft.lr].")] = None,
+    env_url: Annotated[
+        str | None, typer.Option(help="A running env gateway (default: start one for the collection).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML config; flags given here override it.")] = None,
+) -> None:
+    """Collect (or reuse) expert episodes, fine-tune the base model on them, save the checkpoint."""
+    from transformers.utils import logging as hf_logging
+
+    from services.teacher_training.pipeline import check_request, expert_dataset, train_teacher
+
+    hf_logging.disable_progress_bar()
+    overrides = {"episodes": episodes, "epochs": epochs, "seed": seed, "out": out, "base": base, "lr": lr}
+    settings = settings_with(config, sft={**overrides, "gateway_url": env_url})
+    check_request(settings)
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description:<30}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+    )
+    with Progress(*columns, console=console) as progress:
+        dataset = expert_dataset(settings, config, _CollectBar(progress))
+        task = progress.add_task("training", total=None, info="")
+
+        def on_stage(description: str) -> None:
+            progress.update(task, description=description)
+
+        def on_step(report: StepReport) -> None:
+            info = f"loss {report.loss:.4f}  acc {report.token_accuracy:.3f}  lr {report.lr:.1e}"
+            progress.update(task, total=report.total_steps, completed=report.step + 1, info=info)
+
+        trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage)
+        progress.update(task, description="done")
+    summary, info = trained.summary, dataset.info
+    state = "cached" if dataset.cached else "collected"
+    console.print(
+        f"expert data  {state}: {info.episodes} episodes ({info.dropped} dropped) in {dataset.path}"
+    )
+    console.print(
+        f"training     {summary.steps} steps, {summary.tokens_seen:,} tokens in {summary.seconds:.0f}s; "
+        f"final loss {summary.losses[-1]:.4f}"
+    )
+    console.print(f"checkpoint   {trained.path}")
+    typer.echo(str(trained.path))

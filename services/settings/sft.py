@@ -1,0 +1,48 @@
+"""Settings of supervised teacher training on expert trajectories (section ``[sft]``)."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from services.settings.section import Section
+
+ScheduleKind = Literal["cosine", "linear", "constant"]
+
+
+class SFTSettings(Section):
+    base: str = Field(
+        "teacher", min_length=1, description="Model to start from: zoo name or checkpoint path."
+    )
+    out: str = Field(
+        "teacher-sft", min_length=1, description="Zoo name (or path) the trained checkpoint is saved as."
+    )
+    seed: int = Field(0, ge=0, description="Seed of the expert games, the data order and the run.")
+    episodes: int = Field(600, ge=1, le=100_000, description="Expert episodes collected on the train split.")
+    env: Literal["alfworld"] = Field("alfworld", description="Env backend the expert plays.")
+    split: Literal["train"] = Field("train", description="Game pool the expert plays (never valid_unseen).")
+    max_expert_turns: int = Field(
+        60, ge=1, le=500, description="Expert episodes longer than this are dropped as failed."
+    )
+    gateway_url: str | None = Field(
+        None, description="Env gateway to collect from (unset: start a local one for the collection)."
+    )
+    collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
+    epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")
+    batch_episodes: int = Field(8, ge=1, le=4096, description="Episodes per optimizer step.")
+    max_sequence_tokens: int = Field(
+        4096, ge=64, description="Longer episodes are cut at the last turn that fits."
+    )
+    lr: float = Field(2e-3, gt=0.0, le=1.0, description="Peak AdamW learning rate.")
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Final learning rate as a share of lr.")
+    schedule: ScheduleKind = Field("cosine", description="Decay after warm-up: cosine, linear or constant.")
+    warmup_frac: float = Field(0.05, ge=0.0, lt=1.0, description="Share of the steps with linear warm-up.")
+    weight_decay: float = Field(0.01, ge=0.0, description="AdamW weight decay.")
+    betas: tuple[float, float] = Field((0.9, 0.95), description="AdamW betas.")
+    grad_clip: float = Field(1.0, gt=0.0, description="Max global gradient norm.")
+    threads: int = Field(0, ge=0, le=256, description="Torch CPU threads (0: torch's default).")
+
+    @model_validator(mode="after")
+    def _betas_in_range(self) -> "SFTSettings":
+        if not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ValueError(f"betas must lie in [0, 1), got {self.betas}")
+        return self

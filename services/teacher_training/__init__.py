@@ -1,0 +1,1 @@
+"""Teacher training: supervised imitation of the env gateway expert (`turnopd teacher train`)."""

@@ -1,0 +1,200 @@
+"""`turnopd teacher train` end to end: the expert dataset (cached, or collected through a gateway),
+rendering, training, and the saved checkpoint. The CLI only adds progress bars and printing.
+"""
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from services.agent.chat_format import ChatFormat
+from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
+from services.env_gateway.client import EnvGatewayClient
+from services.env_gateway.household.generator import GenerationParams
+from services.env_gateway.local_server import LocalGateway
+from services.errors import InputError
+from services.models.build import read_manifest
+from services.models.registry import resolve_model_dir
+from services.settings.tree import TurnOPDSettings
+from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
+from services.teacher_training.collection import collect_expert_episodes, episode_seeds
+from services.teacher_training.dataset import DATASET_FORMAT, dataset_dir, load_dataset, save_dataset
+from services.teacher_training.rendering import render_episodes
+from services.teacher_training.trainer import StepReport, TrainSummary, train_sft
+
+SFT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ExpertDataset:
+    info: ExpertDatasetInfo
+    episodes: list[ExpertEpisode]
+    path: Path
+    cached: bool
+
+
+@dataclass(frozen=True)
+class TrainedCheckpoint:
+    path: Path
+    summary: TrainSummary
+    response_tokens: int
+    sequence_tokens: int
+
+
+class CollectProgress:
+    """Callbacks while the dataset is gathered (the CLI's progress bar); the defaults do nothing."""
+
+    def stage(self, description: str) -> None:
+        """A setup stage begins (e.g. starting the env gateway)."""
+
+    def start(self, total_episodes: int) -> None:
+        """Collection begins."""
+
+    def episode(self, won: bool) -> None:
+        """One expert episode finished."""
+
+
+async def _catalog_entry(url: str, env: str) -> dict[str, Any]:
+    async with EnvGatewayClient(url, timeout_s=60.0) as client:
+        catalog = await client.envs()
+    info = next((e for e in catalog.envs if e.name == env), None)
+    if info is None:
+        raise InputError(f"the env gateway at {url} serves no env {env!r}")
+    return info.model_dump(mode="json")
+
+
+def _games_description(settings: TurnOPDSettings) -> str:
+    """What fixes the games a gateway started from these settings serves (part of the dataset key)."""
+    gateway = settings.env_gateway
+    data = gateway.resolved_alfworld_data()
+    if data is not None:
+        return json.dumps({"alfworld_data": str(data)})
+    household = gateway.household
+    params = GenerationParams(household.max_receptacles, household.max_distractors, household.max_targets)
+    pools = {
+        "train": household.games_per_task_type_train,
+        "valid_unseen": household.games_per_task_type_valid,
+    }
+    return json.dumps({"generated": params.cache_key(), "games_per_task_type": pools}, sort_keys=True)
+
+
+def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
+    """The dataset the ``[sft]`` settings ask for (its counts still zero): what keys the cache."""
+    sft = settings.sft
+    url = sft.gateway_url
+    games = (
+        _games_description(settings)
+        if url is None
+        else json.dumps({"gateway": asyncio.run(_catalog_entry(url, sft.env))}, sort_keys=True)
+    )
+    return ExpertDatasetInfo(
+        format=DATASET_FORMAT,
+        env=sft.env,
+        split=sft.split,
+        seeds=episode_seeds(sft.seed, sft.episodes),
+        games=games,
+        max_expert_turns=sft.max_expert_turns,
+        episodes=0,
+        dropped=0,
+    )
+
+
+def expert_dataset(
+    settings: TurnOPDSettings, config: Path | None = None, progress: CollectProgress | None = None
+) -> ExpertDataset:
+    """The expert episodes the ``[sft]`` settings ask for: from the cache, else collected (and cached).
+
+    Without ``sft.gateway_url`` a local gateway is started from the same config for the collection.
+    """
+    progress = progress or CollectProgress()
+    sft = settings.sft
+    url = sft.gateway_url
+    wanted = wanted_dataset(settings)
+    directory = dataset_dir(wanted, settings.models.cache_dir)
+    cached = load_dataset(directory)
+    if cached is not None:
+        return ExpertDataset(cached[0], cached[1], directory, cached=True)
+    if url is None:
+        progress.stage("starting the env gateway")
+        with LocalGateway(config, workers=settings.env_gateway.workers) as gateway:
+            info, episodes = _collect(gateway.url, wanted, sft.collect_concurrency, progress)
+    else:
+        info, episodes = _collect(url, wanted, sft.collect_concurrency, progress)
+    save_dataset(directory, info, episodes)
+    return ExpertDataset(info, episodes, directory, cached=False)
+
+
+def _collect(
+    url: str, wanted: ExpertDatasetInfo, concurrency: int, progress: CollectProgress
+) -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
+    async def run() -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
+        async with EnvGatewayClient(url) as client:
+            progress.start(len(wanted.seeds))
+            collected = await collect_expert_episodes(
+                client,
+                "alfworld",
+                "train",
+                wanted.seeds,
+                wanted.max_expert_turns,
+                concurrency,
+                on_episode=progress.episode,
+            )
+        info = wanted.model_copy(
+            update={"episodes": len(collected.episodes), "dropped": len(collected.dropped_seeds)}
+        )
+        return info, collected.episodes
+
+    return asyncio.run(run())
+
+
+def check_request(settings: TurnOPDSettings) -> Path:
+    """Fail before any work when the base model is missing or the output name is a zoo model's."""
+    resolve_model_dir(settings.sft.base, settings.models.cache_dir)
+    return checkpoint_target(settings.sft.out, settings.models.cache_dir)
+
+
+def train_teacher(
+    settings: TurnOPDSettings,
+    dataset: ExpertDataset,
+    on_step: Callable[[StepReport], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> TrainedCheckpoint:
+    """Fine-tune ``sft.base`` on the dataset and save it as ``sft.out``; returns where and how it went."""
+    from services.models.loading import load_causal_lm, load_tokenizer
+
+    stage = on_stage or (lambda _: None)
+    sft, cache_dir = settings.sft, settings.models.cache_dir
+    if not dataset.episodes:
+        raise InputError(f"the expert dataset {dataset.path} holds no won episodes")
+    target = check_request(settings)
+    stage(f"loading {sft.base}")
+    base_dir = resolve_model_dir(sft.base, cache_dir)
+    tokenizer = load_tokenizer(sft.base, cache_dir)
+    model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
+    stage("rendering episodes")
+    rendered = render_episodes(ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens)
+    stage("training")
+    summary = train_sft(model, rendered, sft, on_step)
+    stage(f"saving {sft.out}")
+    manifest = {
+        "format": SFT_FORMAT,
+        "kind": "model",
+        "stage": "sft",
+        "name": sft.out,
+        "base": sft.base,
+        "base_manifest": read_manifest(base_dir),
+        "dataset": dataset.path.name,
+        "episodes": len(rendered),
+        "sft": sft.model_dump(mode="json"),
+        "steps": summary.steps,
+        "final_loss": summary.losses[-1],
+    }
+    path = save_checkpoint(model, tokenizer, target, manifest)
+    return TrainedCheckpoint(
+        path=path,
+        summary=summary,
+        response_tokens=sum(r.num_response_tokens for r in rendered),
+        sequence_tokens=sum(len(r.token_ids) for r in rendered),
+    )

@@ -1,0 +1,159 @@
+"""Supervised fine-tuning on rendered expert episodes: plain torch, one process, CPU or one GPU.
+
+Loss: token cross-entropy on response tokens only (the ``response_spans``), summed over the
+episodes of an optimizer step and divided by their response-token count, so every expert token
+weighs the same whatever its episode's length::
+
+    loss = - sum_{i in batch} sum_{t in spans_i} log p(x_t | x_<t) / sum_i |spans_i|
+
+Each episode is one forward pass with no padding (the same computation as at generation), and
+its gradient is accumulated. Logits are materialised only at the positions that predict a
+response token. AdamW, linear warm-up then cosine/linear decay, global grad-norm clipping; the
+episode order is a seeded shuffle, so the same data and seed give the same loss curve.
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from services.errors import InputError
+from services.settings.sft import SFTSettings
+from services.teacher_training.rendering import RenderedEpisode
+from services.teacher_training.schedule import learning_rate, step_batches
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One optimizer step: mean response-token loss and accuracy of its batch, and how it ran."""
+
+    step: int
+    total_steps: int
+    loss: float
+    token_accuracy: float
+    lr: float
+    grad_norm: float
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    steps: int
+    episodes: int
+    losses: list[float]
+    tokens_seen: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class EpisodeTensors:
+    """One episode ready for a forward pass: inputs, where the predictions are read, their targets."""
+
+    input_ids_1_T: "torch.Tensor"
+    predict_at_N: "torch.Tensor"
+    targets_N: "torch.Tensor"
+
+
+def episode_tensors(episode: RenderedEpisode) -> EpisodeTensors:
+    """Inputs are the ids without the last one; position t-1 predicts response token t."""
+    import torch
+
+    ids = episode.token_ids
+    targets = [t for start, end in episode.response_spans for t in range(start, end)]
+    if not targets or targets[0] < 1:
+        raise InputError("an episode needs response tokens after its first token")
+    return EpisodeTensors(
+        input_ids_1_T=torch.tensor([ids[:-1]], dtype=torch.long),
+        predict_at_N=torch.tensor([t - 1 for t in targets], dtype=torch.long),
+        targets_N=torch.tensor([ids[t] for t in targets], dtype=torch.long),
+    )
+
+
+def response_loss(model: "PreTrainedModel", batch: EpisodeTensors) -> tuple["torch.Tensor", int]:
+    """Summed cross-entropy over one episode's response tokens, and how many predictions were right."""
+    import torch
+
+    device = model.device
+    hidden_1_T_H = model.base_model(input_ids=batch.input_ids_1_T.to(device)).last_hidden_state
+    hidden_N_H = hidden_1_T_H[0, batch.predict_at_N.to(device)]
+    head = model.get_output_embeddings()
+    if head is None:
+        raise InputError("the model has no output embeddings (lm head)")
+    logits_N_V = head(hidden_N_H).float()
+    targets_N = batch.targets_N.to(device)
+    loss = torch.nn.functional.cross_entropy(logits_N_V, targets_N, reduction="sum")
+    correct = int((logits_N_V.argmax(dim=-1) == targets_N).sum().item())
+    return loss, correct
+
+
+def make_optimizer(model: "PreTrainedModel", settings: SFTSettings) -> "torch.optim.AdamW":
+    """AdamW; no weight decay on norms and biases (1-d parameters)."""
+    import torch
+
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": settings.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=settings.lr, betas=settings.betas)
+
+
+def train_sft(
+    model: "PreTrainedModel",
+    episodes: Sequence[RenderedEpisode],
+    settings: SFTSettings,
+    on_step: Callable[[StepReport], None] | None = None,
+) -> TrainSummary:
+    """Train ``model`` in place on ``episodes``; ``on_step`` gets every step's report."""
+    import torch
+
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    torch.manual_seed(settings.seed)
+    tensors = [episode_tensors(e) for e in episodes]
+    plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
+    warmup = round(settings.warmup_frac * len(plan))
+    optimizer = make_optimizer(model, settings)
+    model.train()
+    losses: list[float] = []
+    seen = 0
+    started = time.perf_counter()
+    for step, batch in enumerate(plan):
+        step_started = time.perf_counter()
+        lr = learning_rate(step, len(plan), settings.lr, warmup, settings.schedule, settings.min_lr_ratio)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        denominator = sum(len(tensors[i].targets_N) for i in batch)
+        total_loss, correct, tokens = 0.0, 0, 0
+        for i in batch:
+            loss_sum, right = response_loss(model, tensors[i])
+            (loss_sum / denominator).backward()
+            total_loss += float(loss_sum.item())
+            correct += right
+            tokens += tensors[i].input_ids_1_T.shape[1]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip).item())
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(total_loss / denominator)
+        seen += tokens
+        if on_step is not None:
+            on_step(
+                StepReport(
+                    step=step,
+                    total_steps=len(plan),
+                    loss=losses[-1],
+                    token_accuracy=correct / denominator,
+                    lr=lr,
+                    grad_norm=grad_norm,
+                    tokens=tokens,
+                    seconds=time.perf_counter() - step_started,
+                )
+            )
+    model.eval()
+    return TrainSummary(len(plan), len(tensors), losses, seen, time.perf_counter() - started)

@@ -1,0 +1,112 @@
+"""Teacher training against a real env gateway (a `turnopd serve env-gateway` child process):
+expert episodes collected over HTTP and cached, a few training steps, and the proof that the
+training sequences are exactly what the agent loop records when the model answers like the expert.
+"""
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from rollout_fixtures import gateway_config, zoo_cache_dir
+
+from services.agent.chat_format import ChatFormat
+from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
+from services.contracts.rollout import EpisodeTask
+from services.env_gateway.client import EnvGatewayClient
+from services.env_gateway.local_server import LocalGateway
+from services.models.loading import load_causal_lm, load_tokenizer
+from services.rollout_worker.agent_loop import play_episodes
+from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
+from services.settings import load_settings
+from services.teacher_training.pipeline import expert_dataset, train_teacher
+from services.teacher_training.rendering import RenderedEpisode, render_episodes
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+class ReplayEngine(GenerationEngine):
+    """Answers a prompt that is a rendered episode's prefix with that episode's next response ids."""
+
+    kind = "transformers"
+
+    def __init__(self, episodes: Sequence[RenderedEpisode], end_of_turn: int) -> None:
+        self._answers: dict[tuple[int, ...], list[int]] = {
+            tuple(e.token_ids[:start]): e.token_ids[start:end]
+            for e in episodes
+            for start, end in e.response_spans
+        }
+        self._end = end_of_turn
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
+        answers = [self._answers[tuple(p)] for p in prompts]  # KeyError: the loop showed other text
+        return [Generation(a, [0.0] * len(a), "stop") for a in answers]
+
+    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
+        raise NotImplementedError
+
+    @property
+    def weights_version(self) -> int:
+        return 0
+
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        return (self._end,)
+
+    @property
+    def max_positions(self) -> int:
+        return 8192
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    with LocalGateway(gateway_config(tmp_path_factory.mktemp("gateway")), workers=1) as server:
+        yield server
+
+
+def test_collect_cache_train_and_match_the_agent_loop(gateway: LocalGateway, tmp_path: Path):
+    zoo = zoo_cache_dir()
+    settings = load_settings(
+        None,
+        {
+            "models": {"cache_dir": str(tmp_path)},
+            "sft": {
+                "gateway_url": gateway.url,
+                "episodes": 6,
+                "seed": 0,
+                "base": str(zoo / "models" / "student"),
+                "out": "student-sft",
+                "epochs": 2,
+                "batch_episodes": 3,
+                "lr": 3e-3,
+                "warmup_frac": 0.0,
+            },
+        },
+    )
+    dataset = expert_dataset(settings)
+    assert not dataset.cached and dataset.info.episodes == 6 and dataset.info.dropped == 0
+    assert sorted(e.start.task_type for e in dataset.episodes) == sorted(HOUSEHOLD_TASK_TYPES)
+    assert all(e.won and e.start.game_id.startswith("train/") for e in dataset.episodes)
+    again = expert_dataset(settings)
+    assert again.cached and again.episodes == dataset.episodes
+
+    trained = train_teacher(settings, dataset)
+    assert trained.path == tmp_path / "models" / "student-sft"
+    assert trained.summary.steps == 4 and trained.summary.losses[-1] < trained.summary.losses[0]
+    assert load_causal_lm("student-sft", cache_dir=tmp_path).num_parameters() > 0
+
+    chat = ChatFormat(load_tokenizer("student-sft", tmp_path))
+    rendered = render_episodes(chat, dataset.episodes)
+    engine = ReplayEngine(rendered, chat.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    tasks = [EpisodeTask(env="alfworld", split="train", seed=e.start.seed) for e in dataset.episodes]
+
+    async def play():  # type: ignore[no-untyped-def]
+        async with EnvGatewayClient(gateway.url) as client:
+            return await play_episodes(engine, chat, client, tasks, 80, 0.0, 64, seed=0)
+
+    trajectories, failures = asyncio.run(play())
+    assert failures == []
+    for trajectory, episode in zip(trajectories, rendered, strict=True):
+        assert trajectory.success
+        assert trajectory.token_ids == episode.token_ids
+        assert [(t.response_start, t.response_end) for t in trajectory.turns] == episode.response_spans

@@ -1,0 +1,43 @@
+from pathlib import Path
+
+import pytest
+
+from services.errors import ConfigError
+from services.settings import TurnOPDSettings, load_settings
+
+
+def test_defaults_train_the_zoo_teacher_into_teacher_sft():
+    sft = TurnOPDSettings().sft
+    assert (sft.base, sft.out, sft.env, sft.split, sft.gateway_url) == (
+        "teacher",
+        "teacher-sft",
+        "alfworld",
+        "train",
+        None,
+    )
+    assert sft.episodes >= 1 and sft.epochs > 0 and sft.lr > 0
+
+
+def test_file_environment_and_overrides(tmp_path: Path, monkeypatch):
+    config = tmp_path / "c.toml"
+    config.write_text('[sft]\nepisodes = 12\nepochs = 0.5\nschedule = "linear"\n')
+    monkeypatch.setenv("TURNOPD_SFT__LR", "0.01")
+    sft = load_settings(config, {"sft": {"seed": 3}}).sft
+    assert (sft.episodes, sft.epochs, sft.schedule, sft.lr, sft.seed) == (12, 0.5, "linear", 0.01, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[sft]\nepochs = 0\n", "sft.epochs"),
+        ('[sft]\nsplit = "valid_unseen"\n', "sft.split"),
+        ("[sft]\nbetas = [0.9, 1.0]\n", "sft"),
+        ('[sft]\nschedule = "step"\n', "sft.schedule"),
+        ("[sft]\nunknown = 1\n", "sft.unknown"),
+    ],
+)
+def test_bad_values_name_their_key(tmp_path: Path, text: str, key: str):
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_settings(config)

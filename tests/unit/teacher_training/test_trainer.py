@@ -1,0 +1,83 @@
+"""The SFT trainer on the tiny zoo student: the loss is HF's masked cross-entropy, it falls, it is
+seeded, and the checkpoint it saves loads back through the shared loader."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from expert_episodes import scripted_episode
+
+from services.agent.chat_format import ChatFormat
+from services.errors import ConflictError
+from services.models.build import MANIFEST
+from services.models.loading import load_causal_lm, load_tokenizer
+from services.settings.sft import SFTSettings
+from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
+from services.teacher_training.rendering import RenderedEpisode, render_episode
+from services.teacher_training.trainer import StepReport, episode_tensors, response_loss, train_sft
+
+
+@pytest.fixture(scope="module")
+def rendered(chat: ChatFormat) -> list[RenderedEpisode]:
+    return [render_episode(chat, scripted_episode(seed=0)), render_episode(chat, scripted_episode(turns=3))]
+
+
+def tiny_run(zoo_cache: Path, episodes: list[RenderedEpisode], **overrides: object) -> list[float]:
+    model = load_causal_lm("student", cache_dir=zoo_cache)
+    settings = SFTSettings.model_validate(
+        {"epochs": 2, "batch_episodes": 1, "lr": 3e-3, "warmup_frac": 0.0, **overrides}
+    )
+    return train_sft(model, episodes, settings).losses
+
+
+def test_response_loss_is_the_masked_next_token_cross_entropy(zoo_cache: Path, rendered):
+    model = load_causal_lm("student", cache_dir=zoo_cache)
+    episode = rendered[0]
+    ids = torch.tensor([episode.token_ids])
+    labels = torch.where(torch.tensor([episode.loss_mask()]), ids, torch.full_like(ids, -100))
+    with torch.no_grad():
+        reference = model(input_ids=ids, labels=labels).loss.item() * episode.num_response_tokens
+        loss_sum, correct = response_loss(model, episode_tensors(episode))
+    assert loss_sum.item() == pytest.approx(reference, rel=1e-5)
+    assert 0 <= correct <= episode.num_response_tokens
+    assert episode_tensors(episode).targets_N.tolist() == [
+        t for t, on in zip(episode.token_ids, episode.loss_mask(), strict=True) if on
+    ]
+
+
+def test_loss_falls_and_reports_every_step(zoo_cache: Path, rendered):
+    model = load_causal_lm("student", cache_dir=zoo_cache)
+    reports: list[StepReport] = []
+    settings = SFTSettings(epochs=8, batch_episodes=2, lr=1e-2, warmup_frac=0.0)
+    summary = train_sft(model, rendered, settings, on_step=reports.append)
+    assert summary.steps == 8 and [r.step for r in reports] == list(range(8))
+    assert summary.losses == [r.loss for r in reports]
+    assert summary.losses[-1] < 0.5 * summary.losses[0]
+    assert reports[-1].token_accuracy > reports[0].token_accuracy
+    assert summary.tokens_seen == 8 * sum(len(e.token_ids) - 1 for e in rendered)
+    assert not model.training
+
+
+def test_same_seed_same_loss_curve(zoo_cache: Path, rendered):
+    first = tiny_run(zoo_cache, rendered, seed=1)
+    assert first == tiny_run(zoo_cache, rendered, seed=1)
+
+
+def test_checkpoint_loads_back_with_the_shared_loader(zoo_cache: Path, rendered, tmp_path: Path):
+    model = load_causal_lm("student", cache_dir=zoo_cache)
+    train_sft(model, rendered[:1], SFTSettings(epochs=2, batch_episodes=1, lr=1e-3))
+    target = checkpoint_target("student-sft", tmp_path)
+    assert target == tmp_path / "models" / "student-sft"
+    save_checkpoint(model, load_tokenizer("student", zoo_cache), target, {"stage": "sft"})
+    loaded = load_causal_lm("student-sft", cache_dir=tmp_path)
+    ids = torch.tensor([rendered[0].token_ids[:64]])
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=ids).logits, model(input_ids=ids).logits)
+    assert json.loads((target / MANIFEST).read_text()) == {"stage": "sft"}
+    assert (
+        load_tokenizer("student-sft", tmp_path).get_vocab()
+        == load_tokenizer("student", zoo_cache).get_vocab()
+    )
+    with pytest.raises(ConflictError, match="zoo model"):
+        checkpoint_target("teacher", tmp_path)
