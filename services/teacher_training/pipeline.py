@@ -174,7 +174,7 @@ def train_teacher(
     tokenizer = load_tokenizer(sft.base, cache_dir)
     model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
     stage("rendering episodes")
-    rendered = render_episodes(ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens)
+    rendered = render_episodes(ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens, sft.think)
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)
     stage(f"saving {sft.out}")

@@ -1,10 +1,10 @@
 """Expert episodes rendered into token ids exactly as the agent loop renders play.
 
 The first user message and every observation come from ``services.rollout_worker.episode_text``
-(the same functions the agent loop calls), each response is the bare tool call for the expert's
-action (no ``<think>``: the loss lies on response tokens only, and short responses keep it on the
-decision), and the ids are built with ``ChatFormat``/``Conversation``. As in play, the
-observation after the last turn is never appended: the model never reads it.
+(the same functions the agent loop calls); each response is the expert's thought as a short
+``<think>`` (``expert_thoughts``; optional) followed by the tool call of the expert's action; the
+ids are built with ``ChatFormat``/``Conversation``. As in play, the observation after the last
+turn is never appended: the model never reads it.
 
 Pure module: no torch.
 """
@@ -17,6 +17,7 @@ from services.agent.tool_calls import format_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
+from services.teacher_training.expert_thoughts import expert_thoughts
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,21 @@ class RenderedEpisode:
         return mask
 
 
-def expert_response(action: str) -> str:
-    """What the model is taught to answer: the tool call of the expert's action."""
-    return format_response(action)
+def expert_response(action: str, thought: str | None = None) -> str:
+    """What the model is taught to answer: the expert's thought (if any), then its tool call."""
+    return format_response(action, thought)
 
 
 def render_episode(
-    chat: ChatFormat, episode: ExpertEpisode, max_tokens: int | None = None
+    chat: ChatFormat, episode: ExpertEpisode, max_tokens: int | None = None, think: bool = True
 ) -> RenderedEpisode:
     """The episode's ids and response spans; with ``max_tokens``, only the turns that fit whole."""
+    thoughts: list[str | None] = list(expert_thoughts(episode)) if think else [None] * len(episode.turns)
     conversation = chat.start(first_user_message(episode.start))
     last = len(episode.turns) - 1
     kept_length, kept_spans = len(conversation), 0
-    for index, turn in enumerate(episode.turns):
-        conversation.add_response_text(expert_response(turn.action))
+    for index, (turn, thought) in enumerate(zip(episode.turns, thoughts, strict=True)):
+        conversation.add_response_text(expert_response(turn.action, thought))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
         kept_length, kept_spans = len(conversation), conversation.num_turns
@@ -65,6 +67,6 @@ def render_episode(
 
 
 def render_episodes(
-    chat: ChatFormat, episodes: Sequence[ExpertEpisode], max_tokens: int | None = None
+    chat: ChatFormat, episodes: Sequence[ExpertEpisode], max_tokens: int | None = None, think: bool = True
 ) -> list[RenderedEpisode]:
-    return [render_episode(chat, episode, max_tokens) for episode in episodes]
+    return [render_episode(chat, episode, max_tokens, think) for episode in episodes]

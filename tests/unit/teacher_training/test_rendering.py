@@ -4,10 +4,11 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import ParsedAction, format_tool_call, parse_response
+from services.agent.tool_calls import ParsedAction, format_response, format_tool_call, parse_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
+from services.teacher_training.expert_thoughts import expert_thoughts
 from services.teacher_training.rendering import render_episode
 
 
@@ -15,11 +16,21 @@ def decode(chat: ChatFormat, ids: list[int]) -> str:
     return str(chat.tokenizer.decode(ids, skip_special_tokens=False))
 
 
-def test_every_span_is_the_expert_tool_call_and_parses_back_to_the_expert_action(
+def test_every_span_is_the_expert_thought_and_tool_call_and_parses_back_to_the_expert_action(
     chat: ChatFormat, episode: ExpertEpisode
 ):
     rendered = render_episode(chat, episode)
+    thoughts = expert_thoughts(episode)
     assert len(rendered.response_spans) == len(episode.turns) == 5
+    for (start, end), turn, thought in zip(rendered.response_spans, episode.turns, thoughts, strict=True):
+        text = decode(chat, rendered.token_ids[start:end])
+        assert text == format_response(turn.action, thought) + "<|im_end|>"
+        parsed = parse_response(text.removesuffix("<|im_end|>"))
+        assert parsed == ParsedAction(action=turn.action, thought=thought)
+
+
+def test_without_think_every_span_is_the_bare_tool_call(chat: ChatFormat, episode: ExpertEpisode):
+    rendered = render_episode(chat, episode, think=False)
     for (start, end), turn in zip(rendered.response_spans, episode.turns, strict=True):
         text = decode(chat, rendered.token_ids[start:end])
         assert text == format_tool_call(turn.action) + "<|im_end|>"
@@ -33,7 +44,8 @@ def test_ids_equal_the_whole_conversation_rendered_at_once_without_the_last_obse
 ):
     rendered = render_episode(chat, episode)
     turns: list[tuple[str, str | None]] = [
-        (format_tool_call(t.action), step_observation(t.result)) for t in episode.turns
+        (format_response(t.action, thought), step_observation(t.result))
+        for t, thought in zip(episode.turns, expert_thoughts(episode), strict=True)
     ]
     turns[-1] = (turns[-1][0], None)  # the agent loop never shows the observation after the last turn
     text = chat.full_text(first_user_message(episode.start), turns)
@@ -70,7 +82,7 @@ def test_max_tokens_keeps_only_whole_turns(chat: ChatFormat, episode: ExpertEpis
 
 def test_an_unfinished_episode_renders_every_turn_it_has(chat: ChatFormat):
     partial = scripted_episode(turns=2)
-    rendered = render_episode(chat, partial)
+    rendered = render_episode(chat, partial, think=False)
     assert [decode(chat, rendered.token_ids[s:e]) for s, e in rendered.response_spans] == [
         format_tool_call(SCRIPT[0][0]) + "<|im_end|>",
         format_tool_call(SCRIPT[1][0]) + "<|im_end|>",

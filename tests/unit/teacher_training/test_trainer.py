@@ -38,7 +38,7 @@ def test_response_loss_is_the_masked_next_token_cross_entropy(zoo_cache: Path, r
     labels = torch.where(torch.tensor([episode.loss_mask()]), ids, torch.full_like(ids, -100))
     with torch.no_grad():
         reference = model(input_ids=ids, labels=labels).loss.item() * episode.num_response_tokens
-        loss_sum, correct = response_loss(model, episode_tensors(episode))
+        loss_sum, _, correct = response_loss(model, episode_tensors(episode))
     assert loss_sum.item() == pytest.approx(reference, rel=1e-5)
     assert 0 <= correct <= episode.num_response_tokens
     assert episode_tensors(episode).targets_N.tolist() == [
