@@ -26,6 +26,19 @@ class SFTSettings(Section):
     gateway_url: str | None = Field(
         None, description="Env gateway to collect from (unset: start a local one for the collection)."
     )
+    detour_rate: float = Field(
+        0.15,
+        ge=0.0,
+        lt=1.0,
+        description="Chance per expert turn of a random detour first (recovery demonstrations; 0: none).",
+    )
+    reject_rate: float = Field(
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="Chance per expert turn of a rejected, inadmissible attempt first (rendered with the "
+        "agent loop's feedback; never a training target).",
+    )
     collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
     epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")
     batch_episodes: int = Field(8, ge=1, le=4096, description="Episodes per optimizer step.")

@@ -77,8 +77,9 @@ def thought(goal: HouseholdGoal, room: RoomKnowledge) -> str:
 def expert_thoughts(episode: ExpertEpisode) -> list[str]:
     """One thought per turn, each from the history before that turn's action.
 
-    The gateway's expert is replayed alongside, and its choice must be the recorded action: the
-    thoughts describe exactly the knowledge the demonstrated actions came from.
+    The gateway's expert is replayed alongside, and its choice must be the recorded action on every
+    expert turn: the thoughts describe exactly the knowledge the demonstrated actions came from.
+    A detour turn gets the same thought (what was known before it), then its outcome is observed.
     """
     start = episode.start
     expert = HouseholdExpert(start.objective, start.observation)
@@ -87,7 +88,7 @@ def expert_thoughts(episode: ExpertEpisode) -> list[str]:
     thoughts = []
     admissible = start.admissible_actions
     for turn in episode.turns:
-        if expert.next_action(admissible) != turn.action:
+        if not turn.detour and expert.next_action(admissible) != turn.action:
             raise InputError(f"episode {start.game_id}: the expert replay disagrees at {turn.action!r}")
         thoughts.append(thought(expert.goal, expert.room))
         expert.observe(turn.action, turn.result.observation)

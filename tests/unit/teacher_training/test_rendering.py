@@ -87,3 +87,56 @@ def test_an_unfinished_episode_renders_every_turn_it_has(chat: ChatFormat):
         format_tool_call(SCRIPT[0][0]) + "<|im_end|>",
         format_tool_call(SCRIPT[1][0]) + "<|im_end|>",
     ]
+
+
+def test_rejected_attempts_are_rendered_with_the_agent_loops_feedback_and_never_supervised(
+    chat: ChatFormat, episode: ExpertEpisode
+):
+    plain = render_episode(chat, episode)
+    noisy = render_episode(chat, episode, reject_rate=0.99, seed=3)
+    assert noisy == render_episode(chat, episode, reject_rate=0.99, seed=3)  # seeded
+    text = decode(chat, noisy.token_ids)
+    # Turn 0 has nothing stale to try; later turns try a stale action or the current place.
+    assert text.count("is not an admissible action here") >= 3
+    assert "go to countertop 1" in text.split("take apple 1 from countertop 1")[0]
+    # Exactly the expert's responses are targets, and they are the plain rendering's responses.
+    supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
+    assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert len(noisy.token_ids) > len(plain.token_ids)
+    assert render_episode(chat, episode, reject_rate=0.0, seed=3) == plain
+
+
+def test_rejected_attempt_is_stale_or_where_the_agent_stands():
+    import random
+
+    from services.teacher_training.rendering import rejected_attempt
+
+    rng = random.Random(0)
+    history = [["go to a 1", "go to b 1", "look"], ["go to b 1", "open a 1", "look"]]
+    picks = {rejected_attempt(history, "a 1", rng) for _ in range(50)}
+    assert picks == {"go to a 1"}  # stale, and also where it stands
+    assert rejected_attempt([["look"]], None, rng) is None
+    assert {rejected_attempt([["x", "y"], ["y"]], None, rng) for _ in range(20)} == {"x"}
+
+
+def test_detour_turns_are_rendered_but_not_supervised(chat: ChatFormat, episode: ExpertEpisode):
+    from services.contracts.expert_data import ExpertTurn
+
+    first = episode.turns[0]
+    detour = ExpertTurn(
+        action="go to sinkbasin 1",
+        result=first.result.model_copy(
+            update={
+                "observation": "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.",
+                "admissible_actions": ["go to countertop 1", "go to drawer 1", "look"],
+                "expert_action": first.action,
+            }
+        ),
+        detour=True,
+    )
+    with_detour = ExpertEpisode(start=episode.start, turns=[detour, *episode.turns])
+    rendered = render_episode(chat, with_detour)
+    assert len(rendered.response_spans) == len(episode.turns)
+    first_target = decode(chat, rendered.token_ids[slice(*rendered.response_spans[0])])
+    assert '"go to countertop 1"' in first_target
+    assert "sinkbasin 1" in decode(chat, rendered.token_ids[: rendered.response_spans[0][0]])

@@ -20,7 +20,11 @@ from services.teacher_training.trainer import StepReport, episode_tensors, respo
 
 @pytest.fixture(scope="module")
 def rendered(chat: ChatFormat) -> list[RenderedEpisode]:
-    return [render_episode(chat, scripted_episode(seed=0)), render_episode(chat, scripted_episode(turns=3))]
+    """Bare tool calls (no thoughts): short responses, so a few steps show the loss fall."""
+    return [
+        render_episode(chat, scripted_episode(seed=0), think=False),
+        render_episode(chat, scripted_episode(turns=3), think=False),
+    ]
 
 
 def tiny_run(zoo_cache: Path, episodes: list[RenderedEpisode], **overrides: object) -> list[float]:
@@ -62,7 +66,7 @@ def test_loss_falls_and_reports_every_step(zoo_cache: Path, rendered):
 def test_same_seed_same_loss_curve(zoo_cache: Path, rendered):
     first = tiny_run(zoo_cache, rendered, seed=1)
     assert first == tiny_run(zoo_cache, rendered, seed=1)
-    assert first != tiny_run(zoo_cache, rendered, seed=2)  # another episode order
+    assert first != tiny_run(zoo_cache, rendered, seed=4)  # another episode order (seeds 1-3 share one)
 
 
 def test_checkpoint_loads_back_with_the_shared_loader(zoo_cache: Path, rendered, tmp_path: Path):
