@@ -12,11 +12,16 @@ from services.contracts.env_gateway import EpisodeStart, StepResult
 
 
 class ExpertTurn(Contract):
-    """One expert action and the gateway's answer to it."""
+    """One action of an expert episode and the gateway's answer to it."""
 
     # env_gateway -> teacher_training (dataset cache)
-    action: str = Field(min_length=1, description="The expert's action, as the gateway suggested it.")
+    action: str = Field(min_length=1, description="The action played (the expert's, unless a detour).")
     result: StepResult = Field(description="The gateway's answer to the action.")
+    detour: bool = Field(
+        False,
+        description="A deliberate random action instead of the expert's (a recovery demonstration: "
+        "the expert plays on from the state it leads to; never a training target).",
+    )
 
 
 class ExpertEpisode(Contract):
@@ -29,9 +34,14 @@ class ExpertEpisode(Contract):
     @model_validator(mode="after")
     def _follows_the_expert(self) -> "ExpertEpisode":
         suggested = [self.start.expert_action, *(t.result.expert_action for t in self.turns[:-1])]
-        taken = [t.action for t in self.turns]
-        if suggested != taken:
-            raise ValueError("every action must be the expert action suggested just before it")
+        for index, (turn, expert_action) in enumerate(zip(self.turns, suggested, strict=True)):
+            if turn.detour == (turn.action == expert_action):
+                raise ValueError(
+                    f"turn {index}: an expert turn must play the expert action suggested just before "
+                    "it, a detour any other action"
+                )
+        if self.turns[-1].detour:
+            raise ValueError("the last turn must be the expert's")
         if any(t.result.done for t in self.turns[:-1]):
             raise ValueError("only the last turn may end the episode")
         return self
@@ -54,5 +64,8 @@ class ExpertDatasetInfo(Contract):
         min_length=1, description="What fixes the gateway's games (its game settings, as JSON)."
     )
     max_expert_turns: int = Field(ge=1, description="Longer expert episodes were dropped.")
+    detour_rate: float = Field(
+        0.0, ge=0.0, lt=1.0, description="Chance per turn of a random detour before the expert's action."
+    )
     episodes: int = Field(ge=0, description="Won episodes stored.")
     dropped: int = Field(ge=0, description="Seeds whose expert episode did not win within the limit.")

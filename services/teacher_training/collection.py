@@ -3,10 +3,12 @@
 Each seed picks one game (`EpisodeCreate.seed`; without a task type, consecutive seeds cycle
 through the six task types); the episode is created with ``expert=True``, so every answer carries
 the expert's next action, which is played until the game ends. Episodes the expert does not win
-within ``max_turns`` steps are dropped and counted.
+within ``max_turns`` steps are dropped and counted. Optional random detours (``detour_rate``)
+turn episodes into recovery demonstrations.
 """
 
 import asyncio
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,23 +48,42 @@ def episode_seeds(seed: int, count: int) -> list[int]:
     return list(range(first, first + count))
 
 
+def detour_action(expert_action: str, admissible: Sequence[str], rng: random.Random) -> str | None:
+    """A random admissible action other than the expert's (never a ``put``, which may end the game)."""
+    choices = [a for a in admissible if a != expert_action and not a.startswith("put ")]
+    return rng.choice(choices) if choices else None
+
+
 async def play_expert(
-    gateway: ExpertGateway, env: EnvName, split: Split, seed: int, max_turns: int
+    gateway: ExpertGateway,
+    env: EnvName,
+    split: Split,
+    seed: int,
+    max_turns: int,
+    detour_rate: float = 0.0,
 ) -> ExpertEpisode | None:
-    """One expert episode of the game ``seed`` picks; None when the expert does not win in time."""
+    """One expert episode of the game ``seed`` picks; None when the expert does not win in time.
+
+    With ``detour_rate`` > 0, before each expert action a random detour is played with that chance
+    (seeded by ``seed``); the expert then plays on from wherever the detour led, so the episode
+    demonstrates recovering from a wrong step.
+    """
+    rng = random.Random(seed)
     start = await gateway.create_episode(EpisodeCreate(env=env, split=split, seed=seed, expert=True))
     turns: list[ExpertTurn] = []
     try:
-        action = start.expert_action
+        action, admissible = start.expert_action, start.admissible_actions
         while action is not None and len(turns) < max_turns:
-            result = await gateway.step(start.episode_id, action)
-            turns.append(ExpertTurn(action=action, result=result))
+            detour = detour_action(action, admissible, rng) if rng.random() < detour_rate else None
+            played = detour or action
+            result = await gateway.step(start.episode_id, played)
+            turns.append(ExpertTurn(action=played, result=result, detour=detour is not None))
             if result.done:
                 break
-            action = result.expert_action
+            action, admissible = result.expert_action, result.admissible_actions
     finally:
         await gateway.delete_episode(start.episode_id)  # finished or not, the gateway holds it until then
-    if not turns or not turns[-1].result.won:
+    if not turns or not turns[-1].result.won or turns[-1].detour:
         return None
     return ExpertEpisode(start=start, turns=turns)
 
@@ -75,6 +96,7 @@ async def collect_expert_episodes(
     max_turns: int,
     concurrency: int,
     on_episode: Callable[[bool], None] | None = None,
+    detour_rate: float = 0.0,
 ) -> Collected:
     """Play the expert on every seed, ``concurrency`` episodes at a time; ``on_episode(won)`` after each."""
     if len(set(seeds)) != len(seeds):
@@ -83,7 +105,7 @@ async def collect_expert_episodes(
 
     async def one(seed: int) -> ExpertEpisode | None:
         async with limit:
-            episode = await play_expert(gateway, env, split, seed, max_turns)
+            episode = await play_expert(gateway, env, split, seed, max_turns, detour_rate)
         if on_episode is not None:
             on_episode(episode is not None)
         return episode

@@ -96,6 +96,7 @@ def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
         seeds=episode_seeds(sft.seed, sft.episodes),
         games=games,
         max_expert_turns=sft.max_expert_turns,
+        detour_rate=sft.detour_rate,
         episodes=0,
         dropped=0,
     )
@@ -140,6 +141,7 @@ def _collect(
                 wanted.max_expert_turns,
                 concurrency,
                 on_episode=progress.episode,
+                detour_rate=wanted.detour_rate,
             )
         info = wanted.model_copy(
             update={"episodes": len(collected.episodes), "dropped": len(collected.dropped_seeds)}
@@ -174,7 +176,9 @@ def train_teacher(
     tokenizer = load_tokenizer(sft.base, cache_dir)
     model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
     stage("rendering episodes")
-    rendered = render_episodes(ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens)
+    rendered = render_episodes(
+        ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens, sft.think, sft.reject_rate, sft.seed
+    )
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)
     stage(f"saving {sft.out}")

@@ -1,14 +1,16 @@
 """Expert episodes rendered into token ids exactly as the agent loop renders play.
 
 The first user message and every observation come from ``services.rollout_worker.episode_text``
-(the same functions the agent loop calls), each response is the bare tool call for the expert's
-action (no ``<think>``: the loss lies on response tokens only, and short responses keep it on the
-decision), and the ids are built with ``ChatFormat``/``Conversation``. As in play, the
-observation after the last turn is never appended: the model never reads it.
+(the same functions the agent loop calls); each response is the expert's thought as a short
+``<think>`` (``expert_thoughts``; optional) followed by the tool call of the expert's action; the
+ids are built with ``ChatFormat``/``Conversation``. As in play, the observation after the last
+turn is never appended: the model never reads it. Detours and rejected attempts are rendered but
+never supervised (see ``render_episode``).
 
 Pure module: no torch.
 """
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,7 +18,12 @@ from services.agent.chat_format import ChatFormat
 from services.agent.tool_calls import format_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
-from services.rollout_worker.episode_text import first_user_message, step_observation
+from services.rollout_worker.episode_text import (
+    first_user_message,
+    inadmissible_observation,
+    step_observation,
+)
+from services.teacher_training.expert_thoughts import expert_thoughts
 
 
 @dataclass(frozen=True)
@@ -38,33 +45,76 @@ class RenderedEpisode:
         return mask
 
 
-def expert_response(action: str) -> str:
-    """What the model is taught to answer: the tool call of the expert's action."""
-    return format_response(action)
+def expert_response(action: str, thought: str | None = None) -> str:
+    """What the model is taught to answer: the expert's thought (if any), then its tool call."""
+    return format_response(action, thought)
+
+
+def rejected_attempt(
+    admissible_before: Sequence[Sequence[str]], location: str | None, rng: random.Random
+) -> str | None:
+    """An inadmissible action a policy plausibly tries: one admissible earlier but not now, or
+    going where it already is; None when there is none."""
+    now = set(admissible_before[-1])
+    stale = {a for earlier in admissible_before[:-1] for a in earlier} - now
+    if location is not None and f"go to {location}" not in now:
+        stale.add(f"go to {location}")
+    return rng.choice(sorted(stale)) if stale else None
 
 
 def render_episode(
-    chat: ChatFormat, episode: ExpertEpisode, max_tokens: int | None = None
+    chat: ChatFormat,
+    episode: ExpertEpisode,
+    max_tokens: int | None = None,
+    think: bool = True,
+    reject_rate: float = 0.0,
+    seed: int = 0,
 ) -> RenderedEpisode:
-    """The episode's ids and response spans; with ``max_tokens``, only the turns that fit whole."""
+    """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
+
+    Only expert turns are supervised. Detour turns (collected) and rejected attempts (inserted here
+    with chance ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered
+    as play renders them (the rejection's feedback is the agent loop's) but are not targets: the
+    model learns what to do after a mistake, never the mistake.
+    """
+    thoughts: list[str | None] = list(expert_thoughts(episode)) if think else [None] * len(episode.turns)
+    rng = random.Random(f"{seed}:{episode.start.game_id}")
     conversation = chat.start(first_user_message(episode.start))
     last = len(episode.turns) - 1
-    kept_length, kept_spans = len(conversation), 0
-    for index, turn in enumerate(episode.turns):
-        conversation.add_response_text(expert_response(turn.action))
+    admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
+    location: str | None = None
+    kept_length, kept_spans, spans = len(conversation), 0, []
+    for index, (turn, thought) in enumerate(zip(episode.turns, thoughts, strict=True)):
+        attempt = None
+        if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
+            attempt = rejected_attempt(admissible_seen, location, rng)
+        if attempt is not None:
+            conversation.add_response_text(expert_response(attempt, thought))
+            conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1]))
+        span = conversation.add_response_text(expert_response(turn.action, thought))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
-        kept_length, kept_spans = len(conversation), conversation.num_turns
+        if not turn.detour:
+            spans.append(span)
+        kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
             conversation.add_observation(step_observation(turn.result))
+        admissible_seen.append(list(turn.result.admissible_actions))
+        if turn.action.startswith("go to "):
+            location = turn.action.removeprefix("go to ")
     if kept_spans == 0:
         raise InputError(
-            f"the first turn of episode {episode.start.game_id} does not fit in {max_tokens} tokens"
+            f"the first expert turn of episode {episode.start.game_id} does not fit in {max_tokens} tokens"
         )
-    return RenderedEpisode(conversation.token_ids[:kept_length], conversation.response_spans[:kept_spans])
+    return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans])
 
 
 def render_episodes(
-    chat: ChatFormat, episodes: Sequence[ExpertEpisode], max_tokens: int | None = None
+    chat: ChatFormat,
+    episodes: Sequence[ExpertEpisode],
+    max_tokens: int | None = None,
+    think: bool = True,
+    reject_rate: float = 0.0,
+    seed: int = 0,
 ) -> list[RenderedEpisode]:
-    return [render_episode(chat, episode, max_tokens) for episode in episodes]
+    return [render_episode(chat, episode, max_tokens, think, reject_rate, seed) for episode in episodes]

@@ -57,38 +57,62 @@ class EpisodeTensors:
     input_ids_1_T: "torch.Tensor"
     predict_at_N: "torch.Tensor"
     targets_N: "torch.Tensor"
+    context_at_M: "torch.Tensor"
+    context_targets_M: "torch.Tensor"
 
 
-def episode_tensors(episode: RenderedEpisode) -> EpisodeTensors:
-    """Inputs are the ids without the last one; position t-1 predicts response token t."""
+def episode_tensors(episode: RenderedEpisode, length_bucket: int = 1) -> EpisodeTensors:
+    """Inputs are the ids without the last one; position t-1 predicts token t (responses, then the rest).
+
+    Inputs are right-padded to a multiple of ``length_bucket``: under causal attention the padding
+    changes no real position, and fewer distinct shapes let CPU kernels be reused.
+    """
     import torch
 
     ids = episode.token_ids
+    inputs = ids[:-1]
+    inputs = inputs + [0] * (-len(inputs) % length_bucket)
     targets = [t for start, end in episode.response_spans for t in range(start, end)]
     if not targets or targets[0] < 1:
         raise InputError("an episode needs response tokens after its first token")
+    in_response = set(targets)
+    context = [t for t in range(1, len(ids)) if t not in in_response]
     return EpisodeTensors(
-        input_ids_1_T=torch.tensor([ids[:-1]], dtype=torch.long),
+        input_ids_1_T=torch.tensor([inputs], dtype=torch.long),
         predict_at_N=torch.tensor([t - 1 for t in targets], dtype=torch.long),
         targets_N=torch.tensor([ids[t] for t in targets], dtype=torch.long),
+        context_at_M=torch.tensor([t - 1 for t in context], dtype=torch.long),
+        context_targets_M=torch.tensor([ids[t] for t in context], dtype=torch.long),
     )
 
 
-def response_loss(model: "PreTrainedModel", batch: EpisodeTensors) -> tuple["torch.Tensor", int]:
-    """Summed cross-entropy over one episode's response tokens, and how many predictions were right."""
+def response_loss(
+    model: "PreTrainedModel", batch: EpisodeTensors, context_weight: float = 0.0, bf16: bool = False
+) -> tuple["torch.Tensor", "torch.Tensor", int]:
+    """Summed cross-entropy over one episode's response tokens, the same over its other tokens
+    (zero unless ``context_weight`` > 0), and how many response predictions were right.
+
+    ``bf16`` runs the decoder under bfloat16 autocast (weights and the lm head stay float32).
+    """
     import torch
 
     device = model.device
-    hidden_1_T_H = model.base_model(input_ids=batch.input_ids_1_T.to(device)).last_hidden_state
-    hidden_N_H = hidden_1_T_H[0, batch.predict_at_N.to(device)]
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        hidden_1_T_H = model.base_model(input_ids=batch.input_ids_1_T.to(device)).last_hidden_state
+    hidden_1_T_H = hidden_1_T_H.float()
     head = model.get_output_embeddings()
     if head is None:
         raise InputError("the model has no output embeddings (lm head)")
-    logits_N_V = head(hidden_N_H).float()
+    logits_N_V = head(hidden_1_T_H[0, batch.predict_at_N.to(device)]).float()
     targets_N = batch.targets_N.to(device)
     loss = torch.nn.functional.cross_entropy(logits_N_V, targets_N, reduction="sum")
     correct = int((logits_N_V.argmax(dim=-1) == targets_N).sum().item())
-    return loss, correct
+    context_loss = torch.zeros((), device=device)
+    if context_weight > 0.0:
+        logits_M_V = head(hidden_1_T_H[0, batch.context_at_M.to(device)]).float()
+        context_targets_M = batch.context_targets_M.to(device)
+        context_loss = torch.nn.functional.cross_entropy(logits_M_V, context_targets_M, reduction="sum")
+    return loss, context_loss, correct
 
 
 def make_optimizer(model: "PreTrainedModel", settings: SFTSettings) -> "torch.optim.AdamW":
@@ -116,7 +140,7 @@ def train_sft(
     if settings.threads:
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
-    tensors = [episode_tensors(e) for e in episodes]
+    tensors = [episode_tensors(e, settings.length_bucket) for e in episodes]
     plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
     warmup = round(settings.warmup_frac * len(plan))
     optimizer = make_optimizer(model, settings)
@@ -132,11 +156,13 @@ def train_sft(
         denominator = sum(len(tensors[i].targets_N) for i in batch)
         total_loss, correct, tokens = 0.0, 0, 0
         for i in batch:
-            loss_sum, right = response_loss(model, tensors[i])
-            (loss_sum / denominator).backward()
+            loss_sum, context_sum, right = response_loss(
+                model, tensors[i], settings.context_loss_weight, bf16=settings.autocast == "bfloat16"
+            )
+            ((loss_sum + settings.context_loss_weight * context_sum) / denominator).backward()
             total_loss += float(loss_sum.item())
             correct += right
-            tokens += tensors[i].input_ids_1_T.shape[1]
+            tokens += len(tensors[i].targets_N) + len(tensors[i].context_targets_M)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip).item())
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

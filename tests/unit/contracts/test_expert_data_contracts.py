@@ -37,3 +37,21 @@ def test_actions_must_be_the_expert_suggestions_and_only_the_last_turn_may_end()
         ExpertEpisode(start=episode.start, turns=[])
     with pytest.raises(ValidationError):
         ExpertTurn.model_validate({"action": "look", "result": episode.turns[0].result, "extra": 1})
+
+
+def test_a_detour_plays_anything_but_the_suggestion_and_never_ends_the_episode():
+    episode = scripted_episode()
+    first = episode.turns[0]
+    assert first.action == episode.start.expert_action
+    with pytest.raises(ValidationError, match="a detour any other action"):
+        ExpertEpisode(
+            start=episode.start, turns=[first.model_copy(update={"detour": True}), *episode.turns[1:]]
+        )
+    # A detour of another action, after which the expert's next suggestion is played.
+    detour_result = first.result.model_copy(update={"expert_action": first.action})
+    detour = ExpertTurn(action="inventory", result=detour_result, detour=True)
+    replayed = ExpertEpisode(start=episode.start, turns=[detour, *episode.turns])
+    assert [t.detour for t in replayed.turns] == [True] + [False] * len(episode.turns)
+    last = episode.turns[-1].model_copy(update={"detour": True, "action": "look"})
+    with pytest.raises(ValidationError, match="last turn must be the expert"):
+        ExpertEpisode(start=episode.start, turns=[*episode.turns[:-1], last])

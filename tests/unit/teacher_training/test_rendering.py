@@ -4,10 +4,11 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import ParsedAction, format_tool_call, parse_response
+from services.agent.tool_calls import ParsedAction, format_response, format_tool_call, parse_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
+from services.teacher_training.expert_thoughts import expert_thoughts
 from services.teacher_training.rendering import render_episode
 
 
@@ -15,11 +16,21 @@ def decode(chat: ChatFormat, ids: list[int]) -> str:
     return str(chat.tokenizer.decode(ids, skip_special_tokens=False))
 
 
-def test_every_span_is_the_expert_tool_call_and_parses_back_to_the_expert_action(
+def test_every_span_is_the_expert_thought_and_tool_call_and_parses_back_to_the_expert_action(
     chat: ChatFormat, episode: ExpertEpisode
 ):
     rendered = render_episode(chat, episode)
+    thoughts = expert_thoughts(episode)
     assert len(rendered.response_spans) == len(episode.turns) == 5
+    for (start, end), turn, thought in zip(rendered.response_spans, episode.turns, thoughts, strict=True):
+        text = decode(chat, rendered.token_ids[start:end])
+        assert text == format_response(turn.action, thought) + "<|im_end|>"
+        parsed = parse_response(text.removesuffix("<|im_end|>"))
+        assert parsed == ParsedAction(action=turn.action, thought=thought)
+
+
+def test_without_think_every_span_is_the_bare_tool_call(chat: ChatFormat, episode: ExpertEpisode):
+    rendered = render_episode(chat, episode, think=False)
     for (start, end), turn in zip(rendered.response_spans, episode.turns, strict=True):
         text = decode(chat, rendered.token_ids[start:end])
         assert text == format_tool_call(turn.action) + "<|im_end|>"
@@ -33,7 +44,8 @@ def test_ids_equal_the_whole_conversation_rendered_at_once_without_the_last_obse
 ):
     rendered = render_episode(chat, episode)
     turns: list[tuple[str, str | None]] = [
-        (format_tool_call(t.action), step_observation(t.result)) for t in episode.turns
+        (format_response(t.action, thought), step_observation(t.result))
+        for t, thought in zip(episode.turns, expert_thoughts(episode), strict=True)
     ]
     turns[-1] = (turns[-1][0], None)  # the agent loop never shows the observation after the last turn
     text = chat.full_text(first_user_message(episode.start), turns)
@@ -70,8 +82,61 @@ def test_max_tokens_keeps_only_whole_turns(chat: ChatFormat, episode: ExpertEpis
 
 def test_an_unfinished_episode_renders_every_turn_it_has(chat: ChatFormat):
     partial = scripted_episode(turns=2)
-    rendered = render_episode(chat, partial)
+    rendered = render_episode(chat, partial, think=False)
     assert [decode(chat, rendered.token_ids[s:e]) for s, e in rendered.response_spans] == [
         format_tool_call(SCRIPT[0][0]) + "<|im_end|>",
         format_tool_call(SCRIPT[1][0]) + "<|im_end|>",
     ]
+
+
+def test_rejected_attempts_are_rendered_with_the_agent_loops_feedback_and_never_supervised(
+    chat: ChatFormat, episode: ExpertEpisode
+):
+    plain = render_episode(chat, episode)
+    noisy = render_episode(chat, episode, reject_rate=0.99, seed=3)
+    assert noisy == render_episode(chat, episode, reject_rate=0.99, seed=3)  # seeded
+    text = decode(chat, noisy.token_ids)
+    # Turn 0 has nothing stale to try; later turns try a stale action or the current place.
+    assert text.count("is not an admissible action here") >= 3
+    assert "go to countertop 1" in text.split("take apple 1 from countertop 1")[0]
+    # Exactly the expert's responses are targets, and they are the plain rendering's responses.
+    supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
+    assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert len(noisy.token_ids) > len(plain.token_ids)
+    assert render_episode(chat, episode, reject_rate=0.0, seed=3) == plain
+
+
+def test_rejected_attempt_is_stale_or_where_the_agent_stands():
+    import random
+
+    from services.teacher_training.rendering import rejected_attempt
+
+    rng = random.Random(0)
+    history = [["go to a 1", "go to b 1", "look"], ["go to b 1", "open a 1", "look"]]
+    picks = {rejected_attempt(history, "a 1", rng) for _ in range(50)}
+    assert picks == {"go to a 1"}  # stale, and also where it stands
+    assert rejected_attempt([["look"]], None, rng) is None
+    assert {rejected_attempt([["x", "y"], ["y"]], None, rng) for _ in range(20)} == {"x"}
+
+
+def test_detour_turns_are_rendered_but_not_supervised(chat: ChatFormat, episode: ExpertEpisode):
+    from services.contracts.expert_data import ExpertTurn
+
+    first = episode.turns[0]
+    detour = ExpertTurn(
+        action="go to sinkbasin 1",
+        result=first.result.model_copy(
+            update={
+                "observation": "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.",
+                "admissible_actions": ["go to countertop 1", "go to drawer 1", "look"],
+                "expert_action": first.action,
+            }
+        ),
+        detour=True,
+    )
+    with_detour = ExpertEpisode(start=episode.start, turns=[detour, *episode.turns])
+    rendered = render_episode(chat, with_detour)
+    assert len(rendered.response_spans) == len(episode.turns)
+    first_target = decode(chat, rendered.token_ids[slice(*rendered.response_spans[0])])
+    assert '"go to countertop 1"' in first_target
+    assert "sinkbasin 1" in decode(chat, rendered.token_ids[: rendered.response_spans[0][0]])

@@ -38,7 +38,7 @@ def test_warmup_then_cosine_from_peak_to_floor():
     lrs = [learning_rate(s, 10, 1.0, 2, "cosine", 0.1) for s in range(10)]
     assert lrs[:3] == [0.5, 1.0, 1.0]
     assert lrs[-1] == pytest.approx(0.1)
-    assert all(a >= b for a, b in pairwise(lrs[2:]))
+    assert all(a >= b for a, b in pairwise(lrs[1:]))
     # 9 decay steps after one warm-up step: the fifth sits halfway (cos = 0), the third a quarter in.
     assert learning_rate(5, 10, 1.0, 1, "cosine", 0.2) == pytest.approx(0.6)
     assert learning_rate(3, 10, 1.0, 1, "cosine", 0.0) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))

@@ -1,0 +1,96 @@
+"""The expert's reasoning, written out as the ``<think>`` of each demonstration turn.
+
+The paper runs student and teacher in thinking mode (a short chain of thought, then the tool
+call). Our expert has no words of its own, so each turn's thought states the facts its next
+decision rests on, all read from the observable history (the same ``HouseholdExpert`` the
+gateway runs, replayed on the episode's observations)::
+
+    put pen in drawer 1. holding: nothing. seen: none. unsearched: desk 1, drawer 1, shelf 1.
+
+A tiny model imitates far better with these facts close to the action: the goal is restated
+every turn instead of read back from the first message, the next place to search is the head
+of the ``unsearched`` list (which shrinks by copy from the previous turn), and a target once
+seen stays named. Pure module: no torch, no I/O.
+"""
+
+from services.contracts.expert_data import ExpertEpisode
+from services.env_gateway.household.expert import HouseholdExpert
+from services.env_gateway.household.observations import RoomKnowledge, kind
+from services.env_gateway.household.tasks import APPLIANCES, HouseholdGoal
+from services.errors import InputError
+
+_PAST = {"clean": "cleaned", "heat": "heated", "cool": "cooled"}
+
+
+def _first_of_kind(room: RoomKnowledge, receptacle_kind: str | None) -> str:
+    found = next((r for r in room.receptacles if kind(r) == receptacle_kind), None)
+    return found or (receptacle_kind or "?")
+
+
+def _task(goal: HouseholdGoal, room: RoomKnowledge) -> str:
+    destination = _first_of_kind(room, goal.recep)
+    match goal.task_type:
+        case "pick_and_place":
+            return f"put {goal.obj} in {destination}"
+        case "pick_two_obj_and_place":
+            return f"put two {goal.obj} in {destination}"
+        case "look_at_obj_in_light":
+            return f"look at {goal.obj} under {goal.toggle}"
+        case "pick_clean_then_place" | "pick_heat_then_place" | "pick_cool_then_place":
+            appliance_type, verb = APPLIANCES[goal.task_type]
+            appliance = _first_of_kind(room, appliance_type.lower())
+            return f"{verb} {goal.obj} with {appliance}, put in {destination}"
+        case _:
+            raise InputError(f"no thought template for task type {goal.task_type!r}")
+
+
+def _holding(goal: HouseholdGoal, room: RoomKnowledge) -> str:
+    if room.holding is None:
+        return "nothing"
+    done = [_PAST[verb] for verb, objects in sorted(room.changed.items()) if room.holding in objects]
+    return ", ".join([room.holding, *done])
+
+
+def _seen(goal: HouseholdGoal, room: RoomKnowledge) -> str:
+    """Targets (and, to look under, lamps) seen and not yet handled, with where they are."""
+    destination = _first_of_kind(room, goal.recep) if goal.task_type == "pick_two_obj_and_place" else None
+    wanted = {goal.obj, goal.toggle or ""}
+    seen = [
+        f"{obj} in {receptacle}"
+        for receptacle in room.receptacles
+        if receptacle != destination
+        for obj in room.contents.get(receptacle, [])
+        if kind(obj) in wanted and obj != room.holding
+    ]
+    return ", ".join(seen) or "none"
+
+
+def thought(goal: HouseholdGoal, room: RoomKnowledge) -> str:
+    """What the expert knows before its next action, in one line."""
+    unsearched = [r for r in room.receptacles if not room.searched(r)]
+    return (
+        f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {_seen(goal, room)}. "
+        f"unsearched: {', '.join(unsearched) or 'none'}."
+    )
+
+
+def expert_thoughts(episode: ExpertEpisode) -> list[str]:
+    """One thought per turn, each from the history before that turn's action.
+
+    The gateway's expert is replayed alongside, and its choice must be the recorded action on every
+    expert turn: the thoughts describe exactly the knowledge the demonstrated actions came from.
+    A detour turn gets the same thought (what was known before it), then its outcome is observed.
+    """
+    start = episode.start
+    expert = HouseholdExpert(start.objective, start.observation)
+    if expert.goal is None:
+        raise InputError(f"episode {start.game_id}: objective {start.objective!r} is not a household goal")
+    thoughts = []
+    admissible = start.admissible_actions
+    for turn in episode.turns:
+        if not turn.detour and expert.next_action(admissible) != turn.action:
+            raise InputError(f"episode {start.game_id}: the expert replay disagrees at {turn.action!r}")
+        thoughts.append(thought(expert.goal, expert.room))
+        expert.observe(turn.action, turn.result.observation)
+        admissible = turn.result.admissible_actions
+    return thoughts

@@ -1,0 +1,61 @@
+"""The expert's thoughts: the facts its next action rests on, replayed from the observable history."""
+
+import pytest
+from expert_episodes import SCRIPT, scripted_episode
+
+from services.contracts.expert_data import ExpertEpisode, ExpertTurn
+from services.env_gateway.household.observations import RoomKnowledge
+from services.env_gateway.household.tasks import HouseholdGoal
+from services.errors import InputError
+from services.teacher_training.expert_thoughts import expert_thoughts, thought
+
+
+def test_one_thought_per_turn_from_the_history_before_it(episode: ExpertEpisode):
+    assert expert_thoughts(episode) == [
+        "put apple in drawer 1. holding: nothing. seen: none. "
+        "unsearched: countertop 1, drawer 1, sinkbasin 1.",
+        "put apple in drawer 1. holding: nothing. seen: apple 1 in countertop 1. "
+        "unsearched: drawer 1, sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: drawer 1, sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: drawer 1, sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: sinkbasin 1.",
+    ]
+
+
+def test_task_phrases_name_the_appliance_and_destination_of_the_room():
+    room = RoomKnowledge(receptacles=["cabinet 1", "fridge 1", "microwave 1", "sinkbasin 1", "sinkbasin 2"])
+    cool = HouseholdGoal("pick_cool_then_place", obj="apple", recep="cabinet")
+    assert thought(cool, room).startswith("cool apple with fridge 1, put in cabinet 1. holding: nothing.")
+    room.holding = "apple 2"
+    room.changed["cool"] = {"apple 2"}
+    assert "holding: apple 2, cooled." in thought(cool, room)
+    look = HouseholdGoal("look_at_obj_in_light", obj="book", toggle="desklamp")
+    room.contents["cabinet 1"] = ["desklamp 1", "book 3", "pen 1"]
+    assert thought(look, room) == (
+        "look at book under desklamp. holding: apple 2, cooled. seen: desklamp 1 in cabinet 1, book 3 in cabinet 1. "
+        "unsearched: fridge 1, microwave 1, sinkbasin 1, sinkbasin 2."
+    )
+
+
+def test_pick_two_does_not_count_targets_already_in_the_destination():
+    room = RoomKnowledge(
+        receptacles=["shelf 1", "sofa 1"], contents={"shelf 1": ["pen 2"], "sofa 1": ["pen 1"]}
+    )
+    two = HouseholdGoal("pick_two_obj_and_place", obj="pen", recep="sofa")
+    assert (
+        thought(two, room)
+        == "put two pen in sofa 1. holding: nothing. seen: pen 2 in shelf 1. unsearched: none."
+    )
+
+
+def test_an_episode_that_strays_from_the_expert_is_refused():
+    episode = scripted_episode()
+    start = episode.start.model_copy(update={"expert_action": SCRIPT[2][0]})
+    turns = [ExpertTurn(action=SCRIPT[2][0], result=episode.turns[0].result), *episode.turns[1:]]
+    with pytest.raises(InputError, match="disagrees"):
+        expert_thoughts(ExpertEpisode(start=start, turns=turns))
+    free_form = episode.model_copy(
+        update={"start": episode.start.model_copy(update={"objective": "tidy up"})}
+    )
+    with pytest.raises(InputError, match="not a household goal"):
+        expert_thoughts(free_form)
