@@ -21,6 +21,7 @@ from services.env_gateway.routes import envs, episodes, health
 from services.env_gateway.runtime import local_runtime
 from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
 from services.http_auth import require_service_token, set_token_provider
+from services.http_validation import install_validation_handler
 from services.settings.env_gateway import EnvGatewaySettings
 
 API_VERSION = "1.0.0"
@@ -68,6 +69,7 @@ def create_app(
     app.include_router(envs.router, dependencies=auth)
     app.include_router(episodes.router, dependencies=auth)
     app.add_exception_handler(TurnOPDError, _turnopd_error)  # type: ignore[arg-type]
+    install_validation_handler(app)
     return app
 
 

@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
+from services.http_validation import install_validation_handler
 from services.teacher_scorer.engine import EngineBrokenError
 
 
@@ -74,4 +75,5 @@ def build_http_app(
     app.include_router(router)
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(EngineBrokenError, _engine_broken)
+    install_validation_handler(app)
     return app
