@@ -36,7 +36,9 @@ def test_is_loopback(host, loopback):
 def test_binding_beyond_the_loopback_needs_a_token():
     check_bind("127.0.0.1", None, "env gateway")
     check_bind("0.0.0.0", "s3cret", "env gateway")
-    with pytest.raises(ConfigError, match=r"refusing to start the env gateway on 0\.0\.0\.0 without a service"):
+    with pytest.raises(
+        ConfigError, match=r"refusing to start the env gateway on 0\.0\.0\.0 without a service"
+    ):
         check_bind("0.0.0.0", None, "env gateway")
 
 

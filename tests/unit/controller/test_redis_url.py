@@ -8,5 +8,5 @@ from services.settings.tree import TurnOPDSettings
 
 
 def test_remote_redis_without_password_is_refused():
-    with pytest.raises(ConfigError, match="Redis at redis.example has no password"):
+    with pytest.raises(ConfigError, match=r"Redis at redis\.example has no password"):
         start_controller(TurnOPDSettings(), "run-1", "redis://redis.example:6379/0")

@@ -123,9 +123,8 @@ def test_bodies_are_json_only_a_pickle_is_rejected_unread():
 def test_standalone_server_refuses_a_public_bind_without_a_token(monkeypatch):
     started = []
     monkeypatch.setattr(gateway_main.uvicorn, "run", lambda *a, **k: started.append(k))
-    with pytest.raises(ConfigError, match="env gateway on 0.0.0.0 without a service token"):
+    with pytest.raises(ConfigError, match=r"env gateway on 0\.0\.0\.0 without a service token"):
         gateway_main.serve(EnvGatewaySettings(host="0.0.0.0"))
     gateway_main.serve(EnvGatewaySettings(host="0.0.0.0"), token=TOKEN)
     gateway_main.serve(EnvGatewaySettings())  # loopback: no token needed
     assert [(k["host"], k["port"]) for k in started] == [("0.0.0.0", 8100), ("127.0.0.1", 8100)]
-

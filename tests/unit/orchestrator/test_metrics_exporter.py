@@ -35,7 +35,7 @@ def test_with_a_token_every_scrape_needs_the_bearer(registry):
 
 
 def test_refuses_to_listen_beyond_the_loopback_without_a_token(registry):
-    with pytest.raises(ConfigError, match="metrics exporter on 0.0.0.0 without a service token"):
+    with pytest.raises(ConfigError, match=r"metrics exporter on 0\.0\.0\.0 without a service token"):
         MetricsExporter(registry, "0.0.0.0", 0, token=None)
 
 

@@ -66,7 +66,12 @@ def learner_result(step):
 
 class Pool:
     def __init__(self, deaths, replays, reloads, failed):
-        self.worker_deaths, self.replays, self.weight_reloads, self.failed_chunks = deaths, replays, reloads, failed
+        self.worker_deaths, self.replays, self.weight_reloads, self.failed_chunks = (
+            deaths,
+            replays,
+            reloads,
+            failed,
+        )
 
 
 def test_rollout_counters_learner_split_and_weights_lag():

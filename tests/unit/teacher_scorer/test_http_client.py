@@ -96,7 +96,9 @@ def test_the_service_token_is_sent_as_a_bearer():
 
     async def go(token):
         transport = httpx.MockTransport(handler)
-        async with TeacherHttpClient("http://teacher/", policy=FAST, transport=transport, token=token) as client:
+        async with TeacherHttpClient(
+            "http://teacher/", policy=FAST, transport=transport, token=token
+        ) as client:
             await client.score(REQUEST)
 
     asyncio.run(go("t-s3cret"))

@@ -99,13 +99,16 @@ def test_with_a_token_score_and_metrics_need_the_bearer(engine):
         assert c.get("/healthz").status_code == 200  # liveness stays open
         for method, path in [("POST", "/v1/score"), ("GET", "/metrics")]:
             assert c.request(method, path, json=body).status_code == 401
-            assert c.request(method, path, json=body, headers={"Authorization": "Bearer x"}).status_code == 401
+            assert (
+                c.request(method, path, json=body, headers={"Authorization": "Bearer x"}).status_code == 401
+            )
         assert backend.metrics.stats().requests == 0  # refused before the backend
         auth = {"Authorization": "Bearer t-s3cret"}
         assert c.post("/v1/score", json=body, headers=auth).status_code == 200
-        assert 'turnopd_teacher_requests_total{outcome="ok",replica="in-process"} 1.0' in c.get(
-            "/metrics", headers=auth
-        ).text
+        assert (
+            'turnopd_teacher_requests_total{outcome="ok",replica="in-process"} 1.0'
+            in c.get("/metrics", headers=auth).text
+        )
 
 
 def test_a_pickled_body_is_refused_unread(client):
