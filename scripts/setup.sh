@@ -21,3 +21,17 @@ echo "setup: installing turnopd[dev] (editable)"
 # pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'
+# Prometheus (Debian's package) for tests/integration/test_prometheus.py and the README's demo.
+if command -v prometheus >/dev/null 2>&1; then
+  echo "setup: $(prometheus --version 2>&1 | head -1)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing Debian's prometheus (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  # The package enables a system-wide Prometheus on :9090 where systemd runs; the tests start their own.
+  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
+else
+  echo "setup: prometheus not found and not installable here (needs root and apt-get);" \
+    "tests/integration/test_prometheus.py will be skipped"
+fi

@@ -24,7 +24,7 @@ def env_gateway(
     settings = settings_with(config, env_gateway={"host": host, "port": port, "workers": workers})
     from services.env_gateway.main import serve
 
-    serve(settings.env_gateway)
+    serve(settings.env_gateway, settings.security.resolved_service_token())
 
 
 @app.command("teacher")

@@ -14,7 +14,7 @@ from services.orchestrator.run_dir import CONFIG_FILE, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import Method
 
-SECRET_FIELDS = {"controller": {"redis_password"}}
+SECRET_FIELDS = {"controller": {"redis_password"}, "security": {"service_token"}}
 
 
 def _resolved(

@@ -14,6 +14,7 @@ from services.contracts.controller_state import ControllerState
 from services.controller import schedule
 from services.controller.store import StateStore, open_store
 from services.errors import ConflictError
+from services.service_auth import check_redis_url
 from services.settings.tree import TurnOPDSettings
 
 ACTOR_NAME = "controller"
@@ -98,7 +99,11 @@ class ControllerActor:
 
 
 def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> Any:
-    """Create (or attach to) the named `controller` actor in namespace `turnopd`."""
+    """Create (or attach to) the named `controller` actor in namespace `turnopd`.
+
+    A ``redis_url`` beyond the loopback must carry a password (``[security] allow_unauthenticated_redis``).
+    """
+    check_redis_url(redis_url, settings.security.allow_unauthenticated_redis)
     handle = ControllerActor.options(  # type: ignore[attr-defined]
         name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True
     ).remote(settings, run_id, redis_url)

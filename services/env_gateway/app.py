@@ -1,9 +1,12 @@
-"""The env gateway's FastAPI app: one factory used by uvicorn and by the Ray Serve deployment."""
+"""The env gateway's FastAPI app: one factory used by uvicorn and by the Ray Serve deployment.
+
+With a service token every route but ``/healthz`` answers 401 without ``Authorization: Bearer``.
+"""
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from services.contracts.env_gateway import ActionRejected
@@ -17,6 +20,8 @@ from services.env_gateway.episode_errors import (
 from services.env_gateway.routes import envs, episodes, health
 from services.env_gateway.runtime import local_runtime
 from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
+from services.http_auth import require_service_token, set_token_provider
+from services.http_validation import install_validation_handler
 from services.settings.env_gateway import EnvGatewaySettings
 
 API_VERSION = "1.0.0"
@@ -37,9 +42,12 @@ _STATUS: tuple[tuple[type[TurnOPDError], int], ...] = (
 EpisodeAPIFactory = Callable[[], AbstractAsyncContextManager[EpisodeAPI]]
 
 
-def create_app(settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | None = None) -> FastAPI:
+def create_app(
+    settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | None = None, token: str | None = None
+) -> FastAPI:
     """A gateway app. By default its lifespan runs a local runtime (the env worker pool of this
-    process); the Ray Serve ingress passes a factory of its shard router instead."""
+    process); the Ray Serve ingress passes a factory of its shard router instead. ``token``: the
+    bearer every request but ``/healthz`` must carry (None: open, for loopback binds only)."""
     factory = episode_api or (lambda: local_runtime(settings))
 
     @asynccontextmanager
@@ -54,10 +62,14 @@ def create_app(settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | No
         description="Household (ALFWorld) and TextWorld games for rollout workers, one episode at a time.",
         lifespan=lifespan,
     )
+    set_token_provider(app, lambda: token)
+    auth = [Depends(require_service_token)]
     app.include_router(health.router)
-    app.include_router(envs.router)
-    app.include_router(episodes.router)
+    app.include_router(health.metrics_router, dependencies=auth)
+    app.include_router(envs.router, dependencies=auth)
+    app.include_router(episodes.router, dependencies=auth)
     app.add_exception_handler(TurnOPDError, _turnopd_error)  # type: ignore[arg-type]
+    install_validation_handler(app)
     return app
 
 

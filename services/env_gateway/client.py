@@ -27,13 +27,17 @@ from services.env_gateway.episode_errors import (
     GatewayBusyError,
 )
 from services.errors import ConflictError, InputError, NotFoundError, TurnOPDError
+from services.service_auth import auth_headers
 
 M = TypeVar("M", bound=BaseModel)
 _RETRIED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class EnvGatewayClient:
-    """``async with EnvGatewayClient(url) as env: start = await env.create_episode(...)``."""
+    """``async with EnvGatewayClient(url) as env: start = await env.create_episode(...)``.
+
+    ``token``: the service bearer token, sent on every request when the gateway holds one.
+    """
 
     def __init__(
         self,
@@ -43,10 +47,13 @@ class EnvGatewayClient:
         connect_retries: int = 5,
         retry_backoff_s: float = 0.2,
         transport: httpx.AsyncBaseTransport | None = None,
+        token: str | None = None,
     ) -> None:
         if connect_retries < 0 or retry_backoff_s < 0:
             raise ValueError("connect_retries and retry_backoff_s must be >= 0")
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout_s, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=transport, headers=auth_headers(token)
+        )
         self._retries = connect_retries
         self._backoff = retry_backoff_s
 

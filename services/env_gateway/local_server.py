@@ -24,7 +24,10 @@ HEALTH_POLL_S = 0.2
 
 
 class LocalGateway:
-    """``with LocalGateway(config) as gateway: ... gateway.url ...``; stopped (SIGINT) on exit."""
+    """``with LocalGateway(config) as gateway: ... gateway.url ...``; stopped (SIGINT) on exit.
+
+    ``port``: where it listens on 127.0.0.1 (None or 0: a free port).
+    """
 
     def __init__(
         self,
@@ -33,8 +36,9 @@ class LocalGateway:
         workers: int | None = None,
         startup_timeout_s: float = 600.0,
         log_path: Path | None = None,
+        port: int | None = None,
     ) -> None:
-        self.port = free_loopback_port()
+        self.port = port or free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._config = config
         self._workers = workers

@@ -23,6 +23,7 @@ from services.env_gateway.app import create_app
 from services.env_gateway.runtime import GatewayRuntime
 from services.env_gateway.shard_router import ShardRouter
 from services.errors import ConfigError
+from services.service_auth import check_bind
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.loader import describe_validation_error, load_settings
 
@@ -103,21 +104,23 @@ class _ShardHandle:
 class EnvGatewayIngress:
     """The HTTP face of the app: the gateway's FastAPI app over the shard router."""
 
-    def __init__(self, settings_json: str, *shards: DeploymentHandle) -> None:
+    def __init__(self, settings_json: str, token: str | None, *shards: DeploymentHandle) -> None:
         router = ShardRouter([_ShardHandle(handle) for handle in shards])
 
         @asynccontextmanager
         async def use_router() -> AsyncIterator[ShardRouter]:
             yield router
 
-        self._app = create_app(EnvGatewaySettings.model_validate_json(settings_json), episode_api=use_router)
+        settings = EnvGatewaySettings.model_validate_json(settings_json)
+        self._app = create_app(settings, episode_api=use_router, token=token)
 
     def __serve_build_asgi_app__(self) -> Any:
         return self._app
 
 
-def gateway_application(settings: EnvGatewaySettings) -> Application:
-    """The bound Serve application (deploy with `serve.run(app, name=SERVE_APP_NAME, ...)`)."""
+def gateway_application(settings: EnvGatewaySettings, token: str | None = None) -> Application:
+    """The bound Serve application (deploy with `serve.run(app, name=SERVE_APP_NAME, ...)`);
+    ``token``: the bearer its HTTP routes demand (None: open, for a loopback proxy only)."""
     settings_json = settings.model_dump_json()
     shards = [
         serve.deployment(
@@ -129,13 +132,16 @@ def gateway_application(settings: EnvGatewaySettings) -> Application:
         for index in range(settings.replicas)
     ]
     ingress = serve.deployment(name="EnvGateway", ray_actor_options={"num_cpus": 0})(EnvGatewayIngress)
-    return ingress.bind(settings_json, *shards)
+    return ingress.bind(settings_json, token, *shards)
 
 
-def deploy(settings: EnvGatewaySettings, blocking: bool = False) -> None:
+def deploy(settings: EnvGatewaySettings, blocking: bool = False, token: str | None = None) -> None:
     """Run the app on the connected Ray cluster under its well-known name and route prefix."""
     serve.run(
-        gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX, blocking=blocking
+        gateway_application(settings, token),
+        name=SERVE_APP_NAME,
+        route_prefix=ROUTE_PREFIX,
+        blocking=blocking,
     )
 
 
@@ -148,11 +154,17 @@ class GatewayAppArgs(BaseModel):
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    """Serve config builder: ``[env_gateway]`` from ``config_path``; shards = ``[cluster] env_replicas``."""
+    """Serve config builder: ``[env_gateway]`` from ``config_path``; shards = ``[cluster] env_replicas``.
+
+    Serve configs run on clusters, where the proxy listens on every interface: a service token is
+    required (``TURNOPD_SERVICE_TOKEN`` or ``[security] service_token``).
+    """
     try:
         parsed = GatewayAppArgs.model_validate(args)
     except ValidationError as exc:
         raise ConfigError(f"env-gateway app args: {describe_validation_error(exc)}") from None
     settings = load_settings(parsed.config_path)
+    token = settings.security.resolved_service_token()
+    check_bind("0.0.0.0", token, "env-gateway app of a Serve config")
     gateway = settings.env_gateway.model_copy(update={"replicas": settings.cluster.env_replicas})
-    return gateway_application(gateway)
+    return gateway_application(gateway, token)

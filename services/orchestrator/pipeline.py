@@ -6,12 +6,13 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import ray
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.diagnostics.step_stats import step_stats
 from services.learner.checkpoint import latest_checkpoint
 from services.orchestrator.evaluation import evaluate
+from services.orchestrator.metrics_exporter import MetricsExporter
 from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.orchestrator.stack import Stack, start_stack
 from services.orchestrator.step import run_step
@@ -53,14 +54,13 @@ def train(
 ) -> int:
     """Run steps after the last checkpoint up to ``optim.steps``; return the last step done."""
     with ExitStack() as exits:
+        exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
+        if settings.metrics.enabled:  # first: a port in use or a missing token fails before Ray starts
+            m = settings.metrics
+            token = settings.security.resolved_service_token()
+            exits.enter_context(MetricsExporter(exporter.registry, m.host, m.port, token))
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
-        exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
-        if settings.metrics.enabled:
-            server, _thread = start_http_server(
-                settings.metrics.port, addr=settings.metrics.host, registry=exporter.registry
-            )
-            exits.callback(server.shutdown)
         cumulative = _cumulative_before(run)
         if start == 0 and settings.eval.at_start:
             record = evaluate(stack.pool, settings, step=0, weights_version=0, cumulative_s=0.0)
@@ -87,7 +87,10 @@ def train(
             exporter.observe(
                 out.metrics,
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
+                learner=out.result,
+                rollout_weights_version=out.plan.weights_version,
             )
+            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
             on_step(out.metrics)
             if k % settings.eval.interval == 0 or k == settings.optim.steps:
                 record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)

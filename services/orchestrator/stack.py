@@ -1,8 +1,9 @@
 """Bring up (and tear down) every service a training run talks to, on the embedded default or a cluster.
 
 Order: Ray, Redis (``REDIS_URL`` / ``[controller] redis_url``, else an embedded redis-server in the
-run directory), the `controller` actor, the env gateway (``TURNOPD_ENV_GATEWAY_URL``, else a local
-gateway process), the `teacher` Serve app, the rollout pool, the learner.
+run directory; a non-loopback URL needs a password), the `controller` actor, the env gateway
+(``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on ``[env_gateway] port``, 0: any free
+port), the `teacher` Serve app, the rollout pool, the learner.
 """
 
 import math
@@ -84,10 +85,16 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
     stack.callback(ray.kill, controller)
     env_url = os.environ.get("TURNOPD_ENV_GATEWAY_URL", "")
     if not env_url:
-        gateway = stack.enter_context(LocalGateway(config_file, log_path=run.path("env_gateway.log")))
+        gateway = stack.enter_context(
+            LocalGateway(config_file, log_path=run.path("env_gateway.log"), port=settings.env_gateway.port)
+        )
         env_url = gateway.url
     serve.run(
-        teacher_application(_teacher_settings(settings), settings.distill.distill_topk),
+        teacher_application(
+            _teacher_settings(settings),
+            settings.distill.distill_topk,
+            settings.security.resolved_service_token(),
+        ),
         name=APP_NAME,
         route_prefix=f"/{APP_NAME}",
     )

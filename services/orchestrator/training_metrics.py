@@ -1,19 +1,41 @@
 """Prometheus metrics of a training run, exported by the `turnopd train` driver.
 
+The driver serves them (``[metrics]``, ``MetricsExporter``) because every value is a step-level
+outcome it already holds: the controller's decision, the learner's merged step result, the
+rollout pool's merged result and its recovery counters (the pool object lives in the driver).
+
 Controller: ``turnopd_controller_{step,h_eff,h_cov,h_ctrl,h_bar,h_hat,h_roll,alpha,probe}`` and
 ``turnopd_controller_probes_total``. Learner: ``turnopd_learner_{loss,mean_kl,grad_norm,tokens_per_second,
 deep_loss_budget,reliable_prefix}``, ``turnopd_learner_turn_loss_share{turn}`` and
 ``turnopd_learner_turn_kl{turn}`` for turns of the reliable prefix (labels bounded by ``max_turns``),
-``turnopd_step_seconds{phase}``. Rollout pool: ``turnopd_rollout_{success_rate,truncated_rate,
-tokens_per_second,failed_episodes_total,episodes_total}``. No per-episode labels.
+``turnopd_learner_seconds{phase}``, ``turnopd_learner_tokens_total``, ``turnopd_step_seconds{phase}``.
+Rollout pool: ``turnopd_rollout_{success_rate,truncated_rate,tokens_per_second,weights_version,
+weights_lag,live_workers}`` and the counters ``turnopd_rollout_{episodes,failed_episodes,turns,
+truncated_episodes,generated_tokens,worker_deaths,replays,weight_reloads,failed_chunks}_total``.
+No per-episode labels.
 """
+
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from services.contracts.learner import LearnerStepResult
 from services.contracts.orchestrator import StepMetrics
 from services.diagnostics.reliable_prefix import reliable_prefix_length, thirds
 from services.diagnostics.step_stats import StepStats
 from services.settings.tree import DiagnosticsSettings
+
+
+class PoolStatsLike(Protocol):
+    """The rollout pool's cumulative recovery counters (``services.rollout_worker.pool.PoolStats``)."""
+
+    worker_deaths: int
+    replays: int
+    weight_reloads: int
+    failed_chunks: int
+
+
+POOL_EVENTS = ("worker_deaths", "replays", "weight_reloads", "failed_chunks")
 
 
 class TrainingMetrics:
@@ -62,13 +84,40 @@ class TrainingMetrics:
                 "truncated_rate": "Share of the step's trajectories cut by H_roll.",
                 "tokens_per_second": "Generated tokens per second of rollout time.",
                 "weights_version": "Weights version the step's rollouts used.",
+                "weights_lag": "Versions the rollouts were behind the learner's new weights (1: on-policy).",
+                "live_workers": "Rollout workers the pool still dispatches to.",
             }.items()
         }
-        self.episodes = Counter("turnopd_rollout_episodes", "Episodes played.", registry=registry)
-        self.failed = Counter("turnopd_rollout_failed_episodes", "Episodes that failed.", registry=registry)
 
-    def observe(self, m: StepMetrics, stats: StepStats) -> None:
-        """Update every metric after step ``m.step``."""
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"turnopd_{name}", doc, registry=registry)
+
+        self.episodes = counter("rollout_episodes", "Episodes played.")
+        self.failed = counter("rollout_failed_episodes", "Episodes that failed.")
+        self.turns = counter("rollout_turns", "Turns played in training rollouts.")
+        self.truncated = counter("rollout_truncated_episodes", "Training episodes cut by H_roll.")
+        self.generated = counter("rollout_generated_tokens", "Tokens sampled by the rollout workers.")
+        self.learner_tokens = counter("learner_tokens", "Supervised tokens the learner trained on.")
+        self.learner_seconds = gauge("learner_seconds", "Learner time of the last step by phase.", ("phase",))
+        self.pool_events = {
+            key: counter(f"rollout_{key}", doc)
+            for key, doc in {
+                "worker_deaths": "Rollout workers that died mid-call (Ray restarts them).",
+                "replays": "Chunks of episodes played again after a death or stale weights.",
+                "weight_reloads": "Restarted workers brought back to the published weights.",
+                "failed_chunks": "Chunks given up after max_attempts.",
+            }.items()
+        }
+        self._pool_seen = dict.fromkeys(POOL_EVENTS, 0)
+
+    def observe(
+        self,
+        m: StepMetrics,
+        stats: StepStats,
+        learner: LearnerStepResult | None = None,
+        rollout_weights_version: int | None = None,
+    ) -> None:
+        """Update every metric after step ``m.step`` (``learner``: its time split; the rollouts' version)."""
         for key in ("step", "h_bar", "h_hat", "h_roll", "alpha", "h_cov"):
             self.controller[key].set(float(getattr(m, key)))
         for key in ("h_eff", "h_ctrl"):
@@ -102,8 +151,26 @@ class TrainingMetrics:
             self.step_seconds.labels(phase=phase.removesuffix("_s")).set(getattr(m.times, phase))
         self.rollout["success_rate"].set(m.success_rate)
         self.rollout["truncated_rate"].set(m.truncated_rate)
-        self.rollout["weights_version"].set(m.weights_version - 1)
+        used = m.weights_version - 1 if rollout_weights_version is None else rollout_weights_version
+        self.rollout["weights_version"].set(used)
+        self.rollout["weights_lag"].set(m.weights_version - used)
         rollout_s = m.times.rollout_s
         self.rollout["tokens_per_second"].set(m.generated_tokens / rollout_s if rollout_s > 0 else 0.0)
         self.episodes.inc(m.trajectories + m.failed_episodes)
         self.failed.inc(m.failed_episodes)
+        self.turns.inc(round(m.mean_turns * m.trajectories))
+        self.truncated.inc(round(m.truncated_rate * m.trajectories))
+        self.generated.inc(m.generated_tokens)
+        self.learner_tokens.inc(m.tokens)
+        if learner is not None:
+            self.learner_seconds.labels(phase="forward_backward").set(learner.forward_backward_s)
+            self.learner_seconds.labels(phase="optimizer").set(learner.optimizer_s)
+
+    def observe_pool(self, stats: PoolStatsLike, live_workers: int) -> None:
+        """Carry the pool's cumulative recovery counters over (a new pool starts its own from 0)."""
+        for key in POOL_EVENTS:
+            now = int(getattr(stats, key))
+            seen = self._pool_seen[key]
+            self.pool_events[key].inc(now - seen if now >= seen else now)
+            self._pool_seen[key] = now
+        self.rollout["live_workers"].set(live_workers)

@@ -78,7 +78,8 @@ class RolloutWorkerService:
         self, request: RolloutRequest, seed: int, max_new_tokens: int
     ) -> list[Trajectory | EpisodeFailure]:
         timeout = self.settings.rollout_worker.env_timeout_s
-        async with EnvGatewayClient(self.env_gateway_url, timeout_s=timeout) as env:
+        token = self.settings.security.resolved_service_token()
+        async with EnvGatewayClient(self.env_gateway_url, timeout_s=timeout, token=token) as env:
             return await play_episode_outcomes(
                 self.engine,
                 self.chat,

@@ -73,7 +73,8 @@ def run_eval(
     """Play the evaluation and score it."""
     progress = progress or EvalProgress()
     with _gateway(settings, env_url, config, progress.stage) as url:
-        task_types = _task_types(asyncio.run(_catalog(url)), spec.env, spec.split)
+        token = settings.security.resolved_service_token()
+        task_types = _task_types(asyncio.run(_catalog(url, token)), spec.env, spec.split)
         tasks = eval_tasks(spec.env, spec.split, spec.episodes, spec.n, spec.seed, task_types)
         result = _play(settings, url, spec, tasks, progress)
     report = eval_report(
@@ -101,8 +102,8 @@ def _gateway(
         yield gateway.url
 
 
-async def _catalog(url: str) -> EnvCatalog:
-    async with EnvGatewayClient(url, timeout_s=60.0) as client:
+async def _catalog(url: str, token: str | None) -> EnvCatalog:
+    async with EnvGatewayClient(url, timeout_s=60.0, token=token) as client:
         return await client.envs()
 
 

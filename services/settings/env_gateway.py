@@ -52,7 +52,12 @@ class TextWorldGenSettings(Section):
 
 class EnvGatewaySettings(Section):
     host: str = Field("127.0.0.1", min_length=1, description="Bind address of the standalone server.")
-    port: int = Field(8100, ge=1, le=65535, description="Port of the standalone server.")
+    port: int = Field(
+        8100,
+        ge=0,
+        le=65535,
+        description="Port of the standalone server and of `turnopd train`'s (0: any free).",
+    )
     replicas: int = Field(1, ge=1, le=256, description="Ray Serve replicas of the `env-gateway` app.")
     replica_num_cpus: float = Field(1.0, ge=0.0, description="CPUs Ray reserves per Serve replica.")
     workers: int = Field(2, ge=1, le=256, description="Env worker processes per replica.")

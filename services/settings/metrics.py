@@ -7,5 +7,9 @@ from services.settings.section import Section
 
 class MetricsSettings(Section):
     enabled: bool = Field(True, description="Serve /metrics from the `turnopd train` driver.")
-    host: str = Field("127.0.0.1", min_length=1, description="Bind address (loopback unless told otherwise).")
+    host: str = Field(
+        "127.0.0.1",
+        min_length=1,
+        description="Bind address; beyond the loopback the service token is required (and demanded).",
+    )
     port: int = Field(9464, ge=0, le=65535, description="Port of the driver's /metrics (0: any free port).")

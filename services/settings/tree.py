@@ -18,6 +18,7 @@ from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.section import Section
+from services.settings.security import SecuritySettings
 from services.settings.sft import SFTSettings
 from services.settings.sources import file_settings_source
 from services.settings.teacher import TeacherSettings
@@ -152,6 +153,7 @@ class TurnOPDSettings(BaseSettings):
     env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
     rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
     sft: SFTSettings = Field(default_factory=SFTSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @classmethod
     def settings_customise_sources(

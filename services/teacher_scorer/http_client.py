@@ -8,6 +8,7 @@ import httpx
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.errors import InputError, TurnOPDError
+from services.service_auth import auth_headers
 from services.teacher_scorer.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,10 @@ class TeacherHttpError(TurnOPDError, RuntimeError):
 
 
 class TeacherHttpClient:
-    """``POST {base_url}/v1/score`` with bounded retries; use as an async context manager."""
+    """``POST {base_url}/v1/score`` with bounded retries; use as an async context manager.
+
+    ``token``: the service bearer token, sent on every request when the teacher holds one.
+    """
 
     def __init__(
         self,
@@ -37,10 +41,11 @@ class TeacherHttpClient:
         policy: RetryPolicy | None = None,
         timeout_s: float = 300.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        token: str | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._policy = policy or RetryPolicy()
-        self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport)
+        self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport, headers=auth_headers(token))
         self.retries = 0
 
     async def __aenter__(self) -> "TeacherHttpClient":

@@ -68,6 +68,13 @@ class TeacherMetrics:
             buckets=_SECONDS_BUCKETS,
             registry=r,
         )
+        self._request_seconds = Histogram(
+            f"{PREFIX}request_seconds",
+            "Latency of one scoring request, queueing and batching included.",
+            labels,
+            buckets=_SECONDS_BUCKETS,
+            registry=r,
+        )
         self._in_flight = Gauge(
             f"{PREFIX}in_flight_requests", "Requests being scored now.", labels, registry=r
         )
@@ -85,9 +92,13 @@ class TeacherMetrics:
         self._in_flight.labels(self.replica).inc()
         self._totals.in_flight += 1
 
-    def request_finished(self, ok: bool, sequences: int = 0, positions: int = 0) -> None:
+    def request_finished(
+        self, ok: bool, sequences: int = 0, positions: int = 0, seconds: float | None = None
+    ) -> None:
         """Count a request that entered the queue; ``ok`` False when the engine failed it."""
         self._in_flight.labels(self.replica).dec()
+        if seconds is not None:
+            self._request_seconds.labels(self.replica).observe(seconds)
         self._totals.in_flight -= 1
         self._requests.labels(self.replica, "ok" if ok else "failed").inc()
         self._totals.requests += 1

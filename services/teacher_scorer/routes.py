@@ -3,6 +3,8 @@
 The app is built around a backend provider, so the same routes serve inside a Serve replica (the
 provider returns the replica's deployment object) and in-process (any object with these methods).
 Errors are translated here, once: InputError -> 422 with its message, EngineBrokenError -> 503.
+With a service token, ``/v1/score`` and ``/metrics`` answer 401 without it; ``/healthz`` stays open.
+Request bodies are parsed as JSON into ``ScoreRequest`` only.
 """
 
 from collections.abc import Callable
@@ -14,6 +16,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.errors import InputError
+from services.http_auth import TokenProvider, require_service_token, set_token_provider
+from services.http_validation import install_validation_handler
 from services.teacher_scorer.engine import EngineBrokenError
 
 
@@ -32,9 +36,10 @@ def _backend(request: Request) -> ScoreBackend:
 
 Backend = Annotated[ScoreBackend, Depends(_backend)]
 router = APIRouter()
+_AUTH = [Depends(require_service_token)]
 
 
-@router.post("/v1/score", response_model=ScoreResponse)
+@router.post("/v1/score", response_model=ScoreResponse, dependencies=_AUTH)
 async def score(body: ScoreRequest, backend: Backend) -> Response:
     """Top-K teacher log-probs at the given positions of each sequence."""
     result = await backend.score(body)
@@ -47,7 +52,7 @@ async def healthz(backend: Backend) -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/metrics")
+@router.get("/metrics", dependencies=_AUTH)
 def metrics(backend: Backend) -> Response:
     return Response(content=backend.metrics_exposition(), media_type=CONTENT_TYPE_LATEST)
 
@@ -60,11 +65,15 @@ async def _engine_broken(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=503, content={"detail": f"{exc}; the replica is being replaced, retry"})
 
 
-def build_http_app(backend_provider: Callable[[], ScoreBackend]) -> FastAPI:
+def build_http_app(
+    backend_provider: Callable[[], ScoreBackend], token_provider: TokenProvider = lambda: None
+) -> FastAPI:
     """The FastAPI app of the teacher, answering with whatever ``backend_provider()`` returns."""
     app = FastAPI(title="TurnOPD teacher scorer", version="1")
     app.state.backend_provider = backend_provider
+    set_token_provider(app, token_provider)
     app.include_router(router)
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(EngineBrokenError, _engine_broken)
+    install_validation_handler(app)
     return app

@@ -27,6 +27,7 @@ from services.contracts.teacher import (
     TeacherReplicaStats,
 )
 from services.errors import ConfigError, InputError
+from services.service_auth import check_bind
 from services.settings import load_settings
 from services.settings.loader import describe_validation_error
 from services.settings.teacher import TeacherSettings
@@ -68,9 +69,15 @@ def _replica_backend() -> ScoreBackend:
     return cast(ScoreBackend, serve.get_replica_context().servable_object)
 
 
+def _replica_token() -> str | None:
+    deployment: Any = serve.get_replica_context().servable_object
+    token: str | None = deployment.service_token
+    return token
+
+
 def _build_asgi_app() -> FastAPI:
     # Evaluated on each replica at start; the routes reach this replica's deployment object.
-    return build_http_app(_replica_backend)
+    return build_http_app(_replica_backend, _replica_token)
 
 
 @serve.deployment
@@ -78,7 +85,10 @@ def _build_asgi_app() -> FastAPI:
 class TeacherDeployment:
     """One replica: a loaded engine, its scorer, a batch queue, metrics."""
 
-    def __init__(self, settings: TeacherSettings, default_top_k: int) -> None:
+    def __init__(
+        self, settings: TeacherSettings, default_top_k: int, service_token: str | None = None
+    ) -> None:
+        self.service_token = service_token  # HTTP routes demand it when set (handle calls are in-cluster)
         self._scorer = TeacherScorer(
             make_engine(settings),
             token_budget=settings.token_budget,
@@ -129,14 +139,18 @@ class TeacherDeployment:
         cuts = chunk_by_tokens([r.length for r in rows], self._chunk_tokens)
         chunks = [_Chunk(request_id, [rows[i] for i in cut], top_k) for cut in cuts]
         self._metrics.request_started()
+        start = time.perf_counter()
         try:
             parts = await asyncio.gather(*(self._score_chunks(c) for c in chunks))
         except BaseException:
-            self._metrics.request_finished(ok=False)
+            self._metrics.request_finished(ok=False, seconds=time.perf_counter() - start)
             raise
         scores = [s for part in parts for s in part]
         self._metrics.request_finished(
-            ok=True, sequences=len(rows), positions=sum(len(r.positions_P) for r in rows)
+            ok=True,
+            sequences=len(rows),
+            positions=sum(len(r.positions_P) for r in rows),
+            seconds=time.perf_counter() - start,
         )
         return scores
 
@@ -159,10 +173,12 @@ class TeacherDeployment:
         return out
 
 
-def teacher_application(settings: TeacherSettings, default_top_k: int) -> Application:
+def teacher_application(
+    settings: TeacherSettings, default_top_k: int, service_token: str | None = None
+) -> Application:
     """The bound teacher application; run it with ``serve.run(app, name=APP_NAME)``."""
     deployment = cast(Deployment, TeacherDeployment)
-    return deployment.options(**deployment_options(settings)).bind(settings, default_top_k)
+    return deployment.options(**deployment_options(settings)).bind(settings, default_top_k, service_token)
 
 
 class TeacherAppArgs(BaseModel):
@@ -175,13 +191,19 @@ class TeacherAppArgs(BaseModel):
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    """Serve application builder: settings from ``config_path`` (TOML), teacher checkpoint ``model_path``."""
+    """Serve application builder: settings from ``config_path`` (TOML), teacher checkpoint ``model_path``.
+
+    Serve configs run on clusters, where the proxy listens on every interface: a service token is
+    required (``TURNOPD_SERVICE_TOKEN`` or ``[security] service_token``).
+    """
     try:
         parsed = TeacherAppArgs.model_validate(args)
     except ValidationError as exc:
         raise ConfigError(f"teacher app args: {describe_validation_error(exc)}") from None
     settings = load_settings(parsed.config_path)
+    token = settings.security.resolved_service_token()
+    check_bind("0.0.0.0", token, "teacher app of a Serve config")
     teacher = settings.teacher
     if parsed.model_path is not None:
         teacher = TeacherSettings.model_validate({**teacher.model_dump(), "model": parsed.model_path})
-    return teacher_application(teacher, settings.distill.distill_topk)
+    return teacher_application(teacher, settings.distill.distill_topk, token)

@@ -10,6 +10,7 @@ import ray
 from ray import serve
 from rich.console import Console
 
+from services.service_auth import check_bind
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.engine import checkpoint_dir
 from services.teacher_scorer.placement import APP_NAME
@@ -22,13 +23,15 @@ def serve_teacher(settings: TurnOPDSettings, console: Console) -> None:
     """Start Ray and Serve, deploy the teacher, and block until interrupted; Serve is shut down on exit."""
     teacher = settings.teacher
     checkpoint_dir(teacher.model)  # fail here, not inside a replica
+    token = settings.security.resolved_service_token()
+    check_bind(teacher.host, token, "teacher")
     with console.status("starting Ray"):
         ray.init(namespace=NAMESPACE, include_dashboard=False, ignore_reinit_error=True)
     try:
         with console.status(f"deploying the teacher app ({teacher.engine}, {teacher.model})"):
             serve.start(http_options={"host": teacher.host, "port": teacher.port})
             serve.run(
-                teacher_application(teacher, settings.distill.distill_topk),
+                teacher_application(teacher, settings.distill.distill_topk, token),
                 name=APP_NAME,
                 route_prefix=teacher.route_prefix,
             )

@@ -56,8 +56,8 @@ class CollectProgress:
         """One expert episode finished."""
 
 
-async def _catalog_entry(url: str, env: str) -> dict[str, Any]:
-    async with EnvGatewayClient(url, timeout_s=60.0) as client:
+async def _catalog_entry(url: str, env: str, token: str | None) -> dict[str, Any]:
+    async with EnvGatewayClient(url, timeout_s=60.0, token=token) as client:
         catalog = await client.envs()
     info = next((e for e in catalog.envs if e.name == env), None)
     if info is None:
@@ -87,7 +87,14 @@ def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
     games = (
         _games_description(settings)
         if url is None
-        else json.dumps({"gateway": asyncio.run(_catalog_entry(url, sft.env))}, sort_keys=True)
+        else json.dumps(
+            {
+                "gateway": asyncio.run(
+                    _catalog_entry(url, sft.env, settings.security.resolved_service_token())
+                )
+            },
+            sort_keys=True,
+        )
     )
     return ExpertDatasetInfo(
         format=DATASET_FORMAT,
@@ -112,6 +119,7 @@ def expert_dataset(
     progress = progress or CollectProgress()
     sft = settings.sft
     url = sft.gateway_url
+    token = settings.security.resolved_service_token()
     wanted = wanted_dataset(settings)
     directory = dataset_dir(wanted, settings.models.cache_dir)
     cached = load_dataset(directory)
@@ -120,18 +128,18 @@ def expert_dataset(
     if url is None:
         progress.stage("starting the env gateway")
         with LocalGateway(config, workers=settings.env_gateway.workers) as gateway:
-            info, episodes = _collect(gateway.url, wanted, sft.collect_concurrency, progress)
+            info, episodes = _collect(gateway.url, wanted, sft.collect_concurrency, progress, token)
     else:
-        info, episodes = _collect(url, wanted, sft.collect_concurrency, progress)
+        info, episodes = _collect(url, wanted, sft.collect_concurrency, progress, token)
     save_dataset(directory, info, episodes)
     return ExpertDataset(info, episodes, directory, cached=False)
 
 
 def _collect(
-    url: str, wanted: ExpertDatasetInfo, concurrency: int, progress: CollectProgress
+    url: str, wanted: ExpertDatasetInfo, concurrency: int, progress: CollectProgress, token: str | None
 ) -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
     async def run() -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
-        async with EnvGatewayClient(url) as client:
+        async with EnvGatewayClient(url, token=token) as client:
             progress.start(len(wanted.seeds))
             collected = await collect_expert_episodes(
                 client,

@@ -1,4 +1,4 @@
-"""Liveness and Prometheus metrics."""
+"""Liveness (open) and Prometheus metrics (behind the service token when one is set)."""
 
 from fastapi import APIRouter, Response
 
@@ -6,6 +6,7 @@ from services.contracts.env_gateway import Health
 from services.env_gateway.routes.deps import ApiDep
 
 router = APIRouter(tags=["health"])
+metrics_router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=Health)
@@ -16,6 +17,6 @@ async def healthz(api: ApiDep, response: Response) -> Health:
     return health
 
 
-@router.get("/metrics")
+@metrics_router.get("/metrics")
 async def metrics(api: ApiDep) -> Response:
     return Response(await api.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8")

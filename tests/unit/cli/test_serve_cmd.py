@@ -21,3 +21,16 @@ def test_serve_teacher_rejects_bad_options(cli, tmp_path):
 def test_serve_help_lists_teacher(cli):
     result = cli("serve", "--help")
     assert result.code == 0 and "teacher" in result.out
+
+
+def test_public_binds_without_a_service_token_fail_in_one_line(cli, tiny_teacher, monkeypatch):
+    monkeypatch.delenv("TURNOPD_SERVICE_TOKEN", raising=False)
+    result = cli("serve", "env-gateway", "--host", "0.0.0.0")
+    assert result.code == 2
+    assert result.err.strip() == (
+        "error: refusing to start the env gateway on 0.0.0.0 without a service token: set "
+        "TURNOPD_SERVICE_TOKEN (or [security] service_token), or bind 127.0.0.1"
+    )
+    result = cli("serve", "teacher", "--model", tiny_teacher, "--host", "0.0.0.0")
+    assert result.code == 2
+    assert result.err.strip().startswith("error: refusing to start the teacher on 0.0.0.0 without a service")

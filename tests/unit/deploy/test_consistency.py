@@ -40,7 +40,7 @@ def test_missing_config_map_and_secret_key_are_reported(rendered: dict[str, Reso
         "dev: PodMonitor/turnopd-teacher: spec.podMetricsEndpoints[0].authorization.credentials: "
         "Secret 'turnopd-service-token' has no key 'token'" in problems
     )
-    assert len(problems) == 5 + 5 + 2  # 5 Ray pods lose the config; 5 pods + 2 monitors lose the token
+    assert len(problems) == 5 + 5 + 3  # 5 Ray pods lose the config; 5 pods + 3 monitors lose the token
 
 
 def test_unknown_secret_is_reported(rendered: dict[str, Resources]) -> None:
@@ -115,7 +115,7 @@ def test_dashboard_rows_and_metrics() -> None:
         "turnopd_learner_turn_loss_share",
         "turnopd_learner_deep_loss_budget",
         "turnopd_rollout_tokens_per_second",
-        "turnopd_teacher_scored_tokens_per_second",
+        "turnopd_teacher_scored_positions_total",
         "turnopd_env_step_latency_seconds_bucket",
         "up{",
     ):

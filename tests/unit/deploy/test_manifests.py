@@ -42,6 +42,7 @@ def test_gpu_cluster_has_every_component(rendered: dict[str, Resources]) -> None
         ("NetworkPolicy", "turnopd-redis"),
         ("PersistentVolumeClaim", "turnopd-models"),
         ("PersistentVolumeClaim", "turnopd-runs"),
+        ("PodMonitor", "turnopd-driver"),
         ("PodMonitor", "turnopd-env-gateway"),
         ("PodMonitor", "turnopd-ray"),
         ("PodMonitor", "turnopd-teacher"),

@@ -50,3 +50,69 @@ def test_controller_learner_and_rollout_metrics_are_exported():
     assert value(text, "turnopd_rollout_tokens_per_second") == 100.0
     assert value(text, "turnopd_rollout_episodes_total") == 10
     assert 'turnopd_step_seconds{phase="rollout"} 3.0' in text
+
+
+def learner_result(step):
+    from services.contracts.learner import LearnerStepResult
+
+    return LearnerStepResult(
+        step=step, loss=0.5, mean_kl=0.7, tokens=200, grad_norm=1.5, weights_version=step,
+        turn_stats=TurnStatsRecord(step=step, probe=False, alpha=0.0, h_roll=3, trajectories=[
+            TrajectoryTurnStats(turn_tokens=[5], turn_kl_sum=[2.0], success=True, truncated=False)
+        ]),
+        forward_backward_s=1.25, optimizer_s=0.25,
+    )  # fmt: skip
+
+
+class Pool:
+    def __init__(self, deaths, replays, reloads, failed):
+        self.worker_deaths, self.replays, self.weight_reloads, self.failed_chunks = (
+            deaths,
+            replays,
+            reloads,
+            failed,
+        )
+
+
+def test_rollout_counters_learner_split_and_weights_lag():
+    registry = CollectorRegistry()
+    tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings(min_survivors=2))
+    tm.observe(metrics(1, True, h_eff=3), stats(1), learner=learner_result(1), rollout_weights_version=0)
+    tm.observe(metrics(2, False), stats(2), learner=learner_result(2), rollout_weights_version=1)
+    text = generate_latest(registry).decode()
+    assert value(text, "turnopd_rollout_turns_total") == 24  # 2 steps x 4 trajectories x 3 turns
+    assert value(text, "turnopd_rollout_truncated_episodes_total") == 4  # half of 4, twice
+    assert value(text, "turnopd_rollout_generated_tokens_total") == 600
+    assert value(text, "turnopd_learner_tokens_total") == 400
+    assert value(text, "turnopd_rollout_weights_version") == 1
+    assert value(text, "turnopd_rollout_weights_lag") == 1  # synchronous on-policy: one version behind
+    assert 'turnopd_learner_seconds{phase="forward_backward"} 1.25' in text
+    assert 'turnopd_learner_seconds{phase="optimizer"} 0.25' in text
+    assert value(text, "turnopd_controller_h_bar") == 6.4
+
+
+def test_pool_events_carry_over_and_survive_a_new_pool():
+    registry = CollectorRegistry()
+    tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings())
+    tm.observe_pool(Pool(1, 2, 1, 0), live_workers=4)
+    tm.observe_pool(Pool(2, 3, 2, 0), live_workers=3)
+    tm.observe_pool(Pool(1, 0, 0, 1), live_workers=4)  # a replaced pool counts from 0 again
+    text = generate_latest(registry).decode()
+    assert value(text, "turnopd_rollout_worker_deaths_total") == 3
+    assert value(text, "turnopd_rollout_replays_total") == 3
+    assert value(text, "turnopd_rollout_weight_reloads_total") == 2
+    assert value(text, "turnopd_rollout_failed_chunks_total") == 1
+    assert value(text, "turnopd_rollout_live_workers") == 4
+
+
+def test_turn_labels_stay_below_max_turns():
+    registry = CollectorRegistry()
+    tm = TrainingMetrics(registry, max_turns=2, thresholds=DiagnosticsSettings(min_survivors=2))
+    tm.observe(metrics(1, True, h_eff=3), stats(1))
+    turns = {
+        s.labels["turn"]
+        for family in registry.collect()
+        if family.name in ("turnopd_learner_turn_loss_share", "turnopd_learner_turn_kl")
+        for s in family.samples
+    }
+    assert turns == {"0", "1"}  # 3 reliable turns in the data, capped at max_turns=2

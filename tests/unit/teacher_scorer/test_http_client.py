@@ -85,3 +85,22 @@ def test_backoff_doubles_and_is_capped():
     policy = RetryPolicy(max_attempts=6, backoff_s=0.5, max_backoff_s=3.0)
     assert [policy.delay(a) for a in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert policy.total_wait() == pytest.approx(9.5)
+
+
+def test_the_service_token_is_sent_as_a_bearer():
+    headers = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers.append(request.headers.get("authorization"))
+        return httpx.Response(200, json=OK)
+
+    async def go(token):
+        transport = httpx.MockTransport(handler)
+        async with TeacherHttpClient(
+            "http://teacher/", policy=FAST, transport=transport, token=token
+        ) as client:
+            await client.score(REQUEST)
+
+    asyncio.run(go("t-s3cret"))
+    asyncio.run(go(None))
+    assert headers == ["Bearer t-s3cret", None]

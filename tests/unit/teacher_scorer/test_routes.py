@@ -92,6 +92,33 @@ def test_bad_input_is_422_naming_the_problem_and_the_app_keeps_serving(client, b
     assert ok.status_code == 200
 
 
+def test_with_a_token_score_and_metrics_need_the_bearer(engine):
+    backend = InProcessBackend(TeacherScorer(engine, token_budget=256, max_batch_size=8), default_top_k=6)
+    body = {"sequences": [{"token_ids": [1, 2, 3], "positions": [2]}], "top_k": 2}
+    with TestClient(build_http_app(lambda: backend, lambda: "t-s3cret")) as c:
+        assert c.get("/healthz").status_code == 200  # liveness stays open
+        for method, path in [("POST", "/v1/score"), ("GET", "/metrics")]:
+            assert c.request(method, path, json=body).status_code == 401
+            assert (
+                c.request(method, path, json=body, headers={"Authorization": "Bearer x"}).status_code == 401
+            )
+        assert backend.metrics.stats().requests == 0  # refused before the backend
+        auth = {"Authorization": "Bearer t-s3cret"}
+        assert c.post("/v1/score", json=body, headers=auth).status_code == 200
+        assert (
+            'turnopd_teacher_requests_total{outcome="ok",replica="in-process"} 1.0'
+            in c.get("/metrics", headers=auth).text
+        )
+
+
+def test_a_pickled_body_is_refused_unread(client):
+    import pickle
+
+    payload = pickle.dumps({"sequences": [{"token_ids": [1, 2], "positions": [1]}]})
+    response = client.post("/v1/score", content=payload, headers={"Content-Type": "application/octet-stream"})
+    assert response.status_code == 422
+
+
 def test_health_and_metrics(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     client.post("/v1/score", json={"sequences": [{"token_ids": [1, 2, 3], "positions": [2]}], "top_k": 2})
