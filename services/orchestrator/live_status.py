@@ -44,9 +44,9 @@ def _services(stack: Stack, restarts: ServiceRestarts, step: int) -> list[Servic
             ServiceStatus(
                 name=name,
                 health="ok" if name in live else "down",
-                restarts=pool.stats.replacements_by_worker[i] + pool.stats.deaths_by_worker[i],
+                restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
                 version=f"weights {pool.weights_version}, config {restarts.version(name)}",
-                detail=f"{pool.stats.deaths_by_worker[i]} crash(es) recovered",
+                detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
             )
         )
     teacher = restarts.settings["teacher"].teacher

@@ -50,7 +50,7 @@ class PoolStats:
     weight_reloads: int = 0  # restarted workers brought back to the published version
     failed_chunks: int = 0
     env_replays: int = 0  # chunks played again because the env gateway was replaced under them
-    deaths_by_worker: Counter[int] = field(default_factory=Counter)
+    crashes_by_worker: Counter[int] = field(default_factory=Counter)  # deaths seen, or found restarted
     replacements_by_worker: Counter[int] = field(default_factory=Counter)
 
 
@@ -164,10 +164,12 @@ class RolloutPool:
             try:
                 result: RolloutResult = ray.get(ref)
             except (RayActorError, StaleWeightsError) as exc:
-                if isinstance(exc, RayActorError) and not self._replaced(worker, handle):
-                    self.stats.worker_deaths += 1
-                    self.stats.deaths_by_worker[worker] += 1
-                    log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
+                if not self._replaced(worker, handle):
+                    # a stale worker is one Ray restarted while it was idle (it came back at version 0)
+                    self.stats.crashes_by_worker[worker] += 1
+                    if isinstance(exc, RayActorError):
+                        self.stats.worker_deaths += 1
+                        log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
                 if self._recover(worker):
                     idle.append(worker)
                 self._again(chunk, attempts, pending, failed, requests, worker, f"{exc}")
@@ -310,7 +312,7 @@ class RolloutPool:
             except RayActorError:
                 if not self._replaced(index, handles[index]):
                     self.stats.worker_deaths += 1
-                    self.stats.deaths_by_worker[index] += 1
+                    self.stats.crashes_by_worker[index] += 1
                 self._recover(index)  # a restarted worker loads the new version there
 
     def workers_versions(self) -> dict[str, int]:
