@@ -66,12 +66,17 @@ def submit_restart(service: str, config_path: Path | None = None) -> str:
     return request.request_id
 
 
+def restart_result(request_id: str) -> RestartResult | None:
+    """The driver's answer to a restart request, None while it is queued or running."""
+    result: RestartResult | None = ray.get(find_run_control().result.remote(request_id))
+    return result
+
+
 def wait_restart(request_id: str, timeout_s: float) -> RestartResult:
     """Wait for the driver's answer to a restart request."""
-    control = find_run_control()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        result: RestartResult | None = ray.get(control.result.remote(request_id))
+        result = restart_result(request_id)
         if result is not None:
             return result
         time.sleep(_POLL_S)

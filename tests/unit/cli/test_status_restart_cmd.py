@@ -34,7 +34,7 @@ STATUS = RunStatus(
 def test_summary_names_step_depth_alpha_and_eval():
     lines = summary_lines(STATUS, now=112.0)
     assert lines[0] == "run r1 (turnopd) in /runs/r1"
-    assert "training: step 3/8, weights version 3, last step 4.5 s, updated 12 s ago" == lines[1]
+    assert lines[1] == "training: step 3/8, weights version 3, last step 4.5 s, updated 12 s ago"
     assert lines[2] == "H_hat 4, H_bar 3.25, alpha 0.375"
     assert lines[3] == "last eval: none yet"
 
