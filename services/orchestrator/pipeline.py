@@ -15,7 +15,7 @@ from services.orchestrator.evaluation import evaluate
 from services.orchestrator.live_status import LiveRun
 from services.orchestrator.restart_loop import RestartLoop
 from services.orchestrator.restarts import ServiceRestarts
-from services.orchestrator.run_control import start_run_control
+from services.orchestrator.run_control import start_run_control, stop_run_control
 from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.orchestrator.stack import Stack, connect_ray, start_stack
 from services.orchestrator.step import run_step
@@ -62,7 +62,7 @@ def train(
     with ExitStack() as exits:
         connect_ray(settings, exits)
         control = start_run_control()
-        exits.callback(ray.kill, control)
+        exits.callback(stop_run_control, control)
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
         restarts = ServiceRestarts(stack)

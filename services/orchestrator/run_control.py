@@ -12,6 +12,7 @@ from typing import Any
 
 import ray
 
+from services.actor_names import wait_name_free
 from services.contracts.operations import RestartRequest, RestartResult, RunStatus
 from services.errors import ConflictError, NotFoundError
 
@@ -112,6 +113,12 @@ def start_run_control() -> Any:
     ).remote()
     ray.get(handle.status.remote())
     return handle
+
+
+def stop_run_control(handle: Any) -> None:
+    """Kill the actor and wait until its name is free for the next run."""
+    ray.kill(handle, no_restart=True)
+    wait_name_free(RUN_CONTROL_NAME, NAMESPACE, 30.0)
 
 
 def find_run_control() -> Any:
