@@ -1,4 +1,5 @@
-"""Chaos: a real training run during which every service is replaced once and a rollout worker is SIGKILLed.
+"""Chaos: a real training run during which every service is replaced once, and a rollout worker and the
+controller are SIGKILLed.
 
 Restarts go through ``services.orchestrator.run_client`` (what `turnopd restart` calls); one goes
 through the `turnopd restart` CLI in a subprocess and one `turnopd status --json` is read the same
@@ -21,7 +22,7 @@ from rollout_fixtures import zoo_cache_dir
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
-from services.contracts.operations import RestartResult, RunStatus, WorkerHealth
+from services.contracts.operations import ControllerHealth, RestartResult, RunStatus, WorkerHealth
 from services.contracts.orchestrator import StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay
@@ -112,6 +113,14 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
         os.kill(before, signal.SIGKILL)
         seen["killed_pid"] = before
 
+    def sigkill_controller() -> None:
+        actor = ray.get_actor("controller", namespace="turnopd")
+        before: ControllerHealth = ray.get(actor.health.remote(), timeout=60)
+        time.sleep(0.5)
+        os.kill(before.pid, signal.SIGKILL)  # Ray restarts it; it reloads its state from Redis
+        after: ControllerHealth = ray.get(actor.health.remote(), timeout=120)
+        seen["controller_pids"] = (before.pid, after.pid)
+
     def cli_restart(service: str) -> None:
         seen[f"cli_{service}"] = cli("restart", service, "--timeout", "600")
 
@@ -134,6 +143,8 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
                 submit_restart("learner")
             case 6:
                 later(cli_status)
+            case 7:
+                later(sigkill_controller)
 
     assert train(settings, run, config, on_step, lambda _: None) == STEPS
     for thread in background:
@@ -186,3 +197,5 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
     assert health["rollout-worker-0"].restarts >= 1 and health["rollout-worker-1"].restarts >= 1
     assert json.loads(shown.stdout)["run_dir"] == str(run.root.resolve())
     assert "killed_pid" in seen
+    before, after = seen["controller_pids"]
+    assert before != after  # the controller process really died mid-run, and the run went on
