@@ -8,7 +8,8 @@ and a stale writer (e.g. a zombie controller) whose view of the last step is out
 Redis may restart under a live run (`turnopd restart redis`; the embedded server keeps an
 append-only file): commands reconnect with backoff, and a transaction cut by a lost connection is
 run again; if its EXEC had landed before the connection broke, the stored state already equals
-the new one and the retry writes nothing (a step is never recorded twice).
+the new one and the retry writes nothing (a step is never recorded twice). Another writer of the
+same step is still refused.
 """
 
 import time
@@ -79,7 +80,7 @@ class RedisStateStore(StateStore):
     def save(self, state: ControllerState, decision: StepDecision | None, stats: ProbeStats | None) -> None:
         for attempt in range(1, _SAVE_ATTEMPTS + 1):
             try:
-                self._save_once(state, decision, stats)
+                self._save_once(state, decision, stats, retry=attempt > 1)
                 return
             except (redis.exceptions.WatchError, redis.exceptions.ConnectionError) as exc:
                 # WatchError also stands for "the connection broke while watching" (a Redis restart).
@@ -91,15 +92,15 @@ class RedisStateStore(StateStore):
                 time.sleep(_SAVE_BACKOFF_S * attempt)
 
     def _save_once(
-        self, state: ControllerState, decision: StepDecision | None, stats: ProbeStats | None
+        self, state: ControllerState, decision: StepDecision | None, stats: ProbeStats | None, retry: bool
     ) -> None:
         state_key = self._key("state")
         with self._redis.pipeline(transaction=True) as pipe:
             pipe.watch(state_key)
             raw = pipe.get(state_key)
             stored = None if raw is None else ControllerState.model_validate_json(raw)
-            if stored == state:
-                return  # an earlier attempt's EXEC landed before its reply was lost
+            if retry and stored == state:
+                return  # this call's earlier attempt landed before its reply was lost
             expected = state.depth.step - (1 if decision is not None else 0)
             if stored is not None and stored.depth.step != expected:
                 raise ConflictError(
