@@ -37,7 +37,15 @@ from services.orchestrator.run_dir import RunDir
 from services.settings import load_settings
 from services.settings.tree import TurnOPDSettings
 
-ACTIONS = ("rollout-worker-0", "SIGKILL rollout-worker-1", "teacher", "env-gateway", "controller", "redis", "learner")
+ACTIONS = (
+    "rollout-worker-0",
+    "SIGKILL rollout-worker-1",
+    "teacher",
+    "env-gateway",
+    "controller",
+    "redis",
+    "learner",
+)
 
 
 @dataclass
@@ -113,7 +121,9 @@ def run_once(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", type=Path, default=Path("configs/smoke.toml"))
     parser.add_argument("--steps", type=int, default=18)
     args = parser.parse_args()

@@ -9,7 +9,9 @@ from services.cli.status_view import status_renderable
 
 
 def status(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+    ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each service's ping.")] = 5.0,
 ) -> None:
     """Show the live `turnopd train` run of this Ray cluster (RAY_ADDRESS, else the local one)."""

@@ -13,7 +13,15 @@ from pydantic import Field, field_validator
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
 from services.contracts.orchestrator import EvalRecord
 
-RESTARTABLE = ("rollout-worker-{i}", "rollout-pool", "teacher", "env-gateway", "controller", "learner", "redis")
+RESTARTABLE = (
+    "rollout-worker-{i}",
+    "rollout-pool",
+    "teacher",
+    "env-gateway",
+    "controller",
+    "learner",
+    "redis",
+)
 _SERVICE_NAME = re.compile(
     r"^(rollout-worker-(0|[1-9][0-9]*)|rollout-pool|teacher|env-gateway|controller|learner|redis)$"
 )

@@ -137,7 +137,6 @@ class RedisStateStore(StateStore):
         raw = self._redis.hgetall(self._key("probes"))
         return {int(k): ProbeStats.model_validate_json(v) for k, v in raw.items()}
 
-
     def ping(self) -> None:
         self._redis.ping()
 

@@ -66,7 +66,9 @@ class ControllerClient:
             try:
                 return ray.get(getattr(handle, method).remote(*args))
             except RayActorError as exc:
-                log.warning("controller died during %s; sending it again to the next controller: %s", method, exc)
+                log.warning(
+                    "controller died during %s; sending it again to the next controller: %s", method, exc
+                )
                 self._await_successor(handle, deadline)
 
     def _await_successor(self, dead: Any, deadline: float) -> None:

@@ -16,9 +16,7 @@ def overlapped_steps(step_ends: Sequence[float], first_step: int, start: float, 
     """Steps whose interval (end of the previous step, own end] overlaps the window [start, end]."""
     end = max(end, start + 1e-9)  # an instant (a SIGKILL) still lies inside one interval
     return [
-        first_step + i
-        for i in range(1, len(step_ends))
-        if step_ends[i - 1] < end and start < step_ends[i]
+        first_step + i for i in range(1, len(step_ends)) if step_ends[i - 1] < end and start < step_ends[i]
     ]
 
 

@@ -6,6 +6,7 @@ calls them too, so tests exercise exactly the path operators use.
 
 import logging
 import os
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -20,11 +21,25 @@ from services.orchestrator.run_control import NAMESPACE, find_run_control
 _POLL_S = 0.5
 
 
+def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast on a ``host:port`` nothing listens on (Ray itself would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise NotFoundError(
+            f"no Ray cluster answers at {address} (RAY_ADDRESS): {exc.strerror or exc}"
+        ) from None
+
+
 def join_cluster() -> None:
     """Connect to ``RAY_ADDRESS``'s cluster, else the one running on this machine (namespace `turnopd`)."""
     if ray.is_initialized():
         return
     address = os.environ.get("RAY_ADDRESS", "auto")
+    _check_reachable(address)
     try:
         ray.init(
             address=address,

@@ -38,7 +38,9 @@ def _unreachable(service: ServiceStatus, why: str) -> ServiceStatus:
     return service.model_copy(update={"health": health, "detail": why})
 
 
-def probe_controller(service: ServiceStatus, timeout_s: float) -> tuple[ServiceStatus, ControllerHealth | None]:
+def probe_controller(
+    service: ServiceStatus, timeout_s: float
+) -> tuple[ServiceStatus, ControllerHealth | None]:
     answer, why = _actor_call(ACTOR_NAME, "health", timeout_s)
     if not isinstance(answer, ControllerHealth):
         return _unreachable(service, why), None
@@ -65,9 +67,7 @@ def probe_teacher(service: ServiceStatus) -> ServiceStatus:
     app = serve.status().applications.get(APP_NAME)
     if app is None:
         return service.model_copy(update={"health": "down", "detail": "no Serve app 'teacher'"})
-    replicas = {
-        state: n for d in app.deployments.values() for state, n in d.replica_states.items() if n
-    }
+    replicas = {state: n for d in app.deployments.values() for state, n in d.replica_states.items() if n}
     health = {"RUNNING": "ok", "DEPLOYING": "restarting"}.get(str(app.status), "down")
     detail = f"Serve {app.status}, replicas {replicas}"
     return service.model_copy(update={"health": health, "detail": detail})

@@ -332,4 +332,3 @@ class RolloutPool:
         for index in range(len(self._workers)):
             wait_name_free(worker_name(index), NAMESPACE, max(0.0, deadline - time.monotonic()))
         self._workers = []
-

@@ -89,7 +89,9 @@ def test_chunks_that_lose_their_gateway_are_played_again_on_the_new_one(pool, co
     undisturbed = pool.play(TASKS, **PLAY)
     pool.switch_env_gateway(f"http://127.0.0.1:{free_loopback_port()}")
     with LocalGateway(config, workers=1, startup_timeout_s=300) as fresh:
-        switcher = threading.Timer(1.0, pool.switch_env_gateway, args=(fresh.url,))  # inside the ~6 s of retries
+        switcher = threading.Timer(
+            1.0, pool.switch_env_gateway, args=(fresh.url,)
+        )  # inside the ~6 s of retries
         switcher.start()
         result = pool.play(TASKS, **PLAY)
         switcher.join()

@@ -24,7 +24,13 @@ STATUS = RunStatus(
     ],
     restarts=[
         RestartResult(
-            request_id="x", service="teacher", ok=True, message="redeployed", started_at=0.0, seconds=7.0, step=2
+            request_id="x",
+            service="teacher",
+            ok=True,
+            message="redeployed",
+            started_at=0.0,
+            seconds=7.0,
+            step=2,
         )
     ],
     updated_at=100.0,
@@ -56,3 +62,15 @@ def test_restart_refuses_unknown_service_without_a_cluster(cli):
 def test_masked_redis_url():
     assert masked_url("redis://:s3cret@127.0.0.1:6379/0") == "redis://***@127.0.0.1:6379/0"
     assert masked_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_status_without_a_cluster_is_one_line(cli, monkeypatch):
+    from services.loopback import free_loopback_port
+
+    address = f"127.0.0.1:{free_loopback_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    for args in (("status",), ("status", "--json"), ("restart", "teacher")):
+        result = cli(*args)
+        assert result.code == 2 and result.out == ""
+        assert result.err.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)")
+        assert len(result.err.strip().splitlines()) == 1

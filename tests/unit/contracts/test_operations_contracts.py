@@ -30,10 +30,19 @@ STATUS = RunStatus(
     weights_version=3,
     last_step_s=4.5,
     last_eval=EvalRecord(
-        step=2, cumulative_s=9.0, split="valid", episodes=4, n=1, success_rate=0.5, avg_at_n=0.5, per_task_type={}
+        step=2,
+        cumulative_s=9.0,
+        split="valid",
+        episodes=4,
+        n=1,
+        success_rate=0.5,
+        avg_at_n=0.5,
+        per_task_type={},
     ),
     services=[
-        ServiceStatus(name="env-gateway", health="ok", restarts=1, version="config 0a1b2c3d", address="http://x")
+        ServiceStatus(
+            name="env-gateway", health="ok", restarts=1, version="config 0a1b2c3d", address="http://x"
+        )
     ],
     restarts=[RESULT],
     updated_at=100.0,

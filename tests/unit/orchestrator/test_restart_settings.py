@@ -9,7 +9,9 @@ from services.settings import load_settings
 
 @pytest.fixture
 def run_settings():
-    return load_settings(None, {"optim": {"steps": 20}, "models": {"student": "run-student", "max_new_tokens": 32}})
+    return load_settings(
+        None, {"optim": {"steps": 20}, "models": {"student": "run-student", "max_new_tokens": 32}}
+    )
 
 
 def new_settings():
