@@ -36,16 +36,15 @@ def summary_lines(status: RunStatus, now: float | None = None) -> list[str]:
 def status_renderable(status: RunStatus, now: float | None = None, recent: int = 5) -> Group:
     """Summary, the service table, and the last ``recent`` restarts."""
     services = Table(title="services", title_justify="left")
-    for column in ("service", "health", "restarts", "version", "address", "detail"):
-        services.add_column(column)
+    services.add_column("service", no_wrap=True)
+    services.add_column("health", no_wrap=True)
+    services.add_column("restarts", justify="right")
+    services.add_column("version")
+    services.add_column("detail")
     for s in status.services:
+        detail = f"{s.address} {s.detail}" if s.address else s.detail
         services.add_row(
-            s.name,
-            Text(s.health, style=HEALTH_STYLE[s.health]),
-            str(s.restarts),
-            s.version,
-            s.address or "",
-            s.detail,
+            s.name, Text(s.health, style=HEALTH_STYLE[s.health]), str(s.restarts), s.version, detail
         )
     parts: list[Text | Table] = [Text(line) for line in summary_lines(status, now)]
     parts.append(services)

@@ -72,12 +72,17 @@ def submit_restart(service: str, config_path: Path | None = None) -> str:
         raise InputError(str(exc)) from None
     if config_path is not None and not config_path.is_file():
         raise InputError(f"config file {config_path} does not exist")
+    control = find_run_control()
+    status: RunStatus | None = ray.get(control.status.remote())
+    workers = [s.name for s in status.services if s.name.startswith("rollout-worker-")] if status else []
+    if service.startswith("rollout-worker-") and workers and service not in workers:
+        raise InputError(f"the run has no {service}; its workers are {', '.join(workers)}")
     request = RestartRequest(
         request_id=uuid.uuid4().hex,
         service=service,
         config_path=str(config_path.resolve()) if config_path is not None else None,
     )
-    ray.get(find_run_control().submit.remote(request))
+    ray.get(control.submit.remote(request))
     return request.request_id
 
 

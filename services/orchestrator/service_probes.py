@@ -68,8 +68,9 @@ def probe_teacher(service: ServiceStatus) -> ServiceStatus:
     if app is None:
         return service.model_copy(update={"health": "down", "detail": "no Serve app 'teacher'"})
     replicas = {state: n for d in app.deployments.values() for state, n in d.replica_states.items() if n}
-    health = {"RUNNING": "ok", "DEPLOYING": "restarting"}.get(str(app.status), "down")
-    detail = f"Serve {app.status}, replicas {replicas}"
+    state = str(getattr(app.status, "value", app.status))  # an enum member in recent Ray
+    health = {"RUNNING": "ok", "DEPLOYING": "restarting"}.get(state, "down")
+    detail = f"Serve {state}, replicas {replicas}"
     return service.model_copy(update={"health": health, "detail": detail})
 
 

@@ -97,7 +97,12 @@ class RolloutPool:
 
     def worker_settings(self, index: int) -> TurnOPDSettings:
         """The settings worker ``index`` was (re)started with."""
+        self._check_index(index)
         return self._worker_settings[index]
+
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < len(self._workers):
+            raise InputError(f"no {worker_name(index)}: the pool has workers 0..{len(self._workers) - 1}")
 
     @property
     def live_workers(self) -> list[str]:
@@ -252,8 +257,7 @@ class RolloutPool:
         Safe while ``play`` runs in another thread: the old actor's chunk fails, and the pool's
         recovery waits for the new actor, then plays the chunk again.
         """
-        if not 0 <= index < len(self._workers):
-            raise InputError(f"no {worker_name(index)}: the pool has workers 0..{len(self._workers) - 1}")
+        self._check_index(index)
         settings = settings or self._worker_settings[index]
         with self._changes:
             if index in self._replacing:
