@@ -1,14 +1,16 @@
 """The driver's thread that takes restart requests from the `run-control` actor and carries them out.
 
-Every service but the learner is replaced at once, on this thread, while the step loop goes on
-(``services.orchestrator.restarts`` says how each stays correct). Learner requests wait for the
-next step boundary, where the step loop calls ``at_step_boundary``: the learner is stateful and
-is only swapped when no step is in flight.
+Every service but the learner is replaced on this thread, one request after the other, while the
+step loop goes on (``services.orchestrator.restarts`` says how each stays correct). Learner
+requests wait for the next step boundary, where the step loop calls ``at_step_boundary`` (which
+also collects requests itself, so a learner restart never waits behind a slow restart of another
+service): the learner is stateful and is only swapped when no step is in flight.
 """
 
 import logging
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import ray
@@ -28,7 +30,8 @@ class RestartLoop:
         self.restarts = restarts
         self.control: Any = live.control
         self.poll_s = poll_s
-        self._deferred: list[RestartRequest] = []
+        self._pending: deque[RestartRequest] = deque()  # for this thread, oldest first
+        self._deferred: list[RestartRequest] = []  # learner restarts, for the next step boundary
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._failure: BaseException | None = None
@@ -38,24 +41,33 @@ class RestartLoop:
         self._thread.start()
         return self
 
+    def _collect(self) -> None:
+        """Take the filed requests from `run-control`: learner ones wait for a boundary, the rest queue here."""
+        for request in ray.get(self.control.take.remote()):
+            with self._lock:
+                if service_kind(request.service) == "learner":
+                    self._deferred.append(request)
+                    log.info("learner restart %s waits for the next step boundary", request.request_id)
+                else:
+                    self._pending.append(request)
+
+    def _next(self) -> RestartRequest | None:
+        with self._lock:
+            return self._pending.popleft() if self._pending else None
+
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                for request in ray.get(self.control.take.remote()):
-                    self._handle(request)
-                self._stop.wait(self.poll_s)
+                self._collect()
+                request = self._next()
+                if request is None:
+                    self._stop.wait(self.poll_s)
+                    continue
+                log.info("restarting %s (request %s)", request.service, request.request_id)
+                self._finish(self.restarts.run(request, self.live.steps_done))
         except BaseException as exc:  # re-raised on the step loop's thread by check()
             log.exception("the restart loop failed")
             self._failure = exc
-
-    def _handle(self, request: RestartRequest) -> None:
-        if service_kind(request.service) == "learner":
-            with self._lock:
-                self._deferred.append(request)
-            log.info("learner restart %s waits for the next step boundary", request.request_id)
-            return
-        log.info("restarting %s (request %s)", request.service, request.request_id)
-        self._finish(self.restarts.run(request, self.live.steps_done))
 
     def _finish(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
@@ -71,6 +83,7 @@ class RestartLoop:
     def at_step_boundary(self, steps_done: int) -> None:
         """Carry out the learner restarts filed so far (the step loop calls this between steps)."""
         self.check()
+        self._collect()
         with self._lock:
             deferred, self._deferred = self._deferred, []
         for request in deferred:
@@ -82,7 +95,9 @@ class RestartLoop:
         self._thread.join(timeout=600)
         left = ray.get(self.control.close.remote())
         with self._lock:
-            left, self._deferred = [*self._deferred, *left], []
+            left = [*self._pending, *self._deferred, *left]
+            self._pending.clear()
+            self._deferred.clear()
         for request in left:
             now = time.time()
             self._finish(
