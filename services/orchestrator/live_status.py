@@ -6,6 +6,7 @@ adds its own pings on top (``services.orchestrator.service_probes``).
 
 import threading
 import time
+from pathlib import PurePath
 from typing import Any
 
 import ray
@@ -49,14 +50,14 @@ def _services(stack: Stack, restarts: ServiceRestarts, step: int) -> list[Servic
                 detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
             )
         )
-    teacher = restarts.settings["teacher"].teacher
+    model = restarts.settings["teacher"].teacher.model or stack.settings.models.teacher
     services.append(
         ServiceStatus(
             name="teacher",
             health="ok",
             restarts=counts["teacher"],
-            version=f"config {restarts.version('teacher')}",
-            detail=f"Serve app 'teacher', model {teacher.model or stack.settings.models.teacher}",
+            version=f"{PurePath(model).name}, config {restarts.version('teacher')}",
+            detail="Serve app 'teacher'",
         )
     )
     services.append(

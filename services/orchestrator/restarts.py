@@ -111,21 +111,21 @@ class ServiceRestarts:
         index = worker_index(service)
         if index is not None:
             return self._rollout_worker(index, new)
-        match service_kind(service), service:
-            case "rollout-worker", _:
+        match service_kind(service):
+            case "rollout-worker":  # rollout-pool: every worker, one after the other
                 return "; ".join(self._rollout_worker(i, new) for i in range(self.stack.pool.size))
-            case "teacher", _:
+            case "teacher":
                 return self._teacher(new)
-            case "env-gateway", _:
+            case "env-gateway":
                 return self._env_gateway(config_path)
-            case "controller", _:
+            case "controller":
                 return self._controller(new)
-            case "learner", _:
+            case "learner":
                 return self._learner(new, step)
-            case "redis", _:
+            case "redis":
                 return self._redis()
-            case _:
-                raise ConflictError(f"no restart for {service!r}")
+            case other:
+                raise ConflictError(f"no restart for {other!r}")
 
     def _rollout_worker(self, index: int, new: TurnOPDSettings | None) -> str:
         pool = self.stack.pool
