@@ -15,7 +15,9 @@ def build_app() -> typer.Typer:
         envs_cmd,
         eval_cmd,
         models_cmd,
+        restart_cmd,
         serve_cmd,
+        status_cmd,
         teacher_cmd,
         train_cmd,
     )
@@ -31,6 +33,8 @@ def build_app() -> typer.Typer:
     app.add_typer(models_cmd.app, name="models")
     app.command("diagnose")(diagnose_cmd.diagnose)
     app.command("train")(train_cmd.train)
+    app.command("status")(status_cmd.status)
+    app.command("restart")(restart_cmd.restart)
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
     app.command("eval")(eval_cmd.eval_)

@@ -85,3 +85,16 @@ class LearnerRankResult(Contract):
     grad_norm: FiniteFloat = Field(ge=0.0)
     forward_backward_s: FiniteFloat = Field(ge=0.0)
     optimizer_s: FiniteFloat = Field(ge=0.0)
+
+
+class LearnerCheckpointRequest(Contract):
+    """Checkpoint now: ``step`` is the last optimizer step the ranks ran (before a learner restart).  # orchestrator -> learner"""
+
+    step: int = Field(ge=1)
+
+
+class LearnerCheckpointed(Contract):
+    """A rank finished the requested checkpoint.  # learner -> orchestrator"""
+
+    rank: NonNegInt
+    step: int = Field(ge=1)

@@ -33,6 +33,12 @@ class RolloutRequest(Contract):
     seed: int | None = Field(
         None, ge=0, description="Sampling seed (None: derived from the tasks, so a re-run repeats itself)."
     )
+    env_gateway_url: str | None = Field(
+        None,
+        min_length=1,
+        description="Env gateway to play against (None: the worker's own); the pool sets it, so a "
+        "replaced gateway is used from the next request on.",
+    )
 
 
 class EpisodeFailure(Contract):

@@ -5,12 +5,15 @@ a restarted actor (Ray restarts it after a crash; `turnopd restart controller` r
 exactly where the old one stopped.
 """
 
+import os
 from typing import Any
 
 import ray
+import redis
 
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
+from services.contracts.operations import ControllerHealth
 from services.controller import schedule
 from services.controller.store import StateStore, open_store
 from services.errors import ConflictError
@@ -70,6 +73,18 @@ class ControllerService:
     def probes(self) -> dict[int, ProbeStats]:
         return self.store.probes()
 
+    def health(self) -> ControllerHealth:
+        """The state's step and H_bar, and whether Redis answers."""
+        try:
+            self.store.ping()
+            redis_ok, error = True, ""
+        except redis.exceptions.RedisError as exc:
+            redis_ok, error = False, f"{type(exc).__name__}: {exc}"
+        depth = self.state.depth
+        return ControllerHealth(
+            step=depth.step, h_bar=depth.h_bar, redis_ok=redis_ok, redis_error=error, pid=os.getpid()
+        )
+
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=3)
 class ControllerActor:
@@ -93,6 +108,9 @@ class ControllerActor:
 
     def probes(self) -> dict[int, ProbeStats]:
         return self._service.probes()
+
+    def health(self) -> ControllerHealth:
+        return self._service.health()
 
     def ready(self) -> bool:
         return True

@@ -88,6 +88,11 @@ class EmbeddedRedis:
                 )
             time.sleep(0.05)
 
+    def restart(self, timeout_s: float = 10.0, kill: bool = False) -> str:
+        """Stop the server (SIGKILL with ``kill``) and start a new one on the same port and data."""
+        self.stop(kill=kill)
+        return self.start(timeout_s)
+
     def stop(self, kill: bool = False) -> None:
         """Stop the server (SIGKILL with ``kill``, to simulate a crash)."""
         if self._proc is None or self._proc.poll() is not None:

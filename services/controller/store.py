@@ -4,18 +4,29 @@ Keys live under ``turnopd:{run_id}:``: ``state`` (the ControllerState JSON), ``d
 StepDecision JSON, one per completed step) and ``probes`` (hash step -> ProbeStats JSON). A step is
 written in one MULTI/EXEC transaction guarded by WATCH on ``state``: it lands whole or not at all,
 and a stale writer (e.g. a zombie controller) whose view of the last step is outdated is refused.
+
+Redis may restart under a live run (`turnopd restart redis`; the embedded server keeps an
+append-only file): commands reconnect with backoff, and a transaction cut by a lost connection is
+run again; if its EXEC had landed before the connection broke, the stored state already equals
+the new one and the retry writes nothing (a step is never recorded twice). Another writer of the
+same step is still refused.
 """
 
+import time
 from abc import ABC, abstractmethod
 from typing import Literal
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.controller_state import ControllerState
 from services.errors import ConflictError
 
 StoreKind = Literal["redis"]
+_SAVE_ATTEMPTS = 8
+_SAVE_BACKOFF_S = 0.25
 
 
 class StateStore(ABC):
@@ -39,6 +50,10 @@ class StateStore(ABC):
     def probes(self) -> dict[int, ProbeStats]:
         """Every ingested probe batch by step."""
 
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise if the store does not answer."""
+
 
 def key_prefix(run_id: str) -> str:
     return f"turnopd:{run_id}:"
@@ -46,7 +61,13 @@ def key_prefix(run_id: str) -> str:
 
 class RedisStateStore(StateStore):
     def __init__(self, url: str, run_id: str) -> None:
-        self._redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10)
+        self._redis = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=10,
+            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 10),
+            retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError],
+        )
         self._prefix = key_prefix(run_id)
 
     def _key(self, name: str) -> str:
@@ -57,28 +78,41 @@ class RedisStateStore(StateStore):
         return None if raw is None else ControllerState.model_validate_json(raw)
 
     def save(self, state: ControllerState, decision: StepDecision | None, stats: ProbeStats | None) -> None:
+        for attempt in range(1, _SAVE_ATTEMPTS + 1):
+            try:
+                self._save_once(state, decision, stats, retry=attempt > 1)
+                return
+            except (redis.exceptions.WatchError, redis.exceptions.ConnectionError) as exc:
+                # WatchError also stands for "the connection broke while watching" (a Redis restart).
+                if attempt == _SAVE_ATTEMPTS:
+                    raise ConflictError(
+                        f"could not write controller step {state.depth.step} in {attempt} attempts "
+                        f"(another controller writing, or Redis down): {exc}"
+                    ) from None
+                time.sleep(_SAVE_BACKOFF_S * attempt)
+
+    def _save_once(
+        self, state: ControllerState, decision: StepDecision | None, stats: ProbeStats | None, retry: bool
+    ) -> None:
         state_key = self._key("state")
         with self._redis.pipeline(transaction=True) as pipe:
-            try:
-                pipe.watch(state_key)
-                raw = pipe.get(state_key)
-                stored = None if raw is None else ControllerState.model_validate_json(raw)
-                expected = state.depth.step - (1 if decision is not None else 0)
-                if stored is not None and stored.depth.step != expected:
-                    raise ConflictError(
-                        f"stored controller state is at step {stored.depth.step}, cannot write step {state.depth.step}"
-                    )
-                pipe.multi()
-                pipe.set(state_key, state.model_dump_json())
-                if decision is not None:
-                    pipe.rpush(self._key("decisions"), decision.model_dump_json())
-                if stats is not None:
-                    pipe.hset(self._key("probes"), str(stats.step), stats.model_dump_json())
-                pipe.execute()
-            except redis.exceptions.WatchError:
+            pipe.watch(state_key)
+            raw = pipe.get(state_key)
+            stored = None if raw is None else ControllerState.model_validate_json(raw)
+            if retry and stored == state:
+                return  # this call's earlier attempt landed before its reply was lost
+            expected = state.depth.step - (1 if decision is not None else 0)
+            if stored is not None and stored.depth.step != expected:
                 raise ConflictError(
-                    "controller state changed concurrently; another controller is writing"
-                ) from None
+                    f"stored controller state is at step {stored.depth.step}, cannot write step {state.depth.step}"
+                )
+            pipe.multi()
+            pipe.set(state_key, state.model_dump_json())
+            if decision is not None:
+                pipe.rpush(self._key("decisions"), decision.model_dump_json())
+            if stats is not None:
+                pipe.hset(self._key("probes"), str(stats.step), stats.model_dump_json())
+            pipe.execute()
 
     def rewind(self, state: ControllerState) -> None:
         keep = state.depth.step
@@ -102,6 +136,9 @@ class RedisStateStore(StateStore):
     def probes(self) -> dict[int, ProbeStats]:
         raw = self._redis.hgetall(self._key("probes"))
         return {int(k): ProbeStats.model_validate_json(v) for k, v in raw.items()}
+
+    def ping(self) -> None:
+        self._redis.ping()
 
 
 def open_store(kind: StoreKind, url: str, run_id: str) -> StateStore:

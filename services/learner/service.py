@@ -14,7 +14,14 @@ from ray.train import FailureConfig, RunConfig, ScalingConfig
 from ray.train.torch import TorchTrainer
 from ray.util.queue import Empty, Queue
 
-from services.contracts.learner import LearnerBatch, LearnerRankResult, LearnerReady, LearnerStepResult
+from services.contracts.learner import (
+    LearnerBatch,
+    LearnerCheckpointed,
+    LearnerCheckpointRequest,
+    LearnerRankResult,
+    LearnerReady,
+    LearnerStepResult,
+)
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
 from services.learner.train_loop import train_loop
@@ -44,6 +51,7 @@ class Learner:
         self.inboxes = [Queue() for _ in range(self.world)]
         self.outbox = Queue()
         self._error: BaseException | None = None
+        self._closed = False
         trainer = TorchTrainer(
             train_loop,
             train_loop_config={
@@ -72,6 +80,11 @@ class Learner:
         self._thread.start()
         ready = [self._get(LearnerReady) for _ in range(self.world)]
         self.resumed_step = ready[0].resumed_step
+
+    @property
+    def alive(self) -> bool:
+        """The trainer is running and has not failed."""
+        return self._thread.is_alive() and self._error is None and not self._closed
 
     def _fit(self, trainer: TorchTrainer) -> None:
         try:
@@ -128,8 +141,19 @@ class Learner:
         )
         return merged, weights_ref
 
+    def checkpoint(self, step: int) -> None:
+        """Have every rank checkpoint the weights of ``step`` (the last one run) unless that is on disk."""
+        for inbox in self.inboxes:
+            inbox.put(LearnerCheckpointRequest(step=step))
+        done = [self._get(LearnerCheckpointed) for _ in range(self.world)]
+        if any(d.step != step for d in done):
+            raise LearnerError(f"asked for a checkpoint of step {step}, got {[d.step for d in done]}")
+
     def close(self) -> None:
-        """Stop the workers and wait for the trainer to finish."""
+        """Stop the workers and wait for the trainer to finish (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         for inbox in self.inboxes:
             inbox.put(None)
         self._thread.join(timeout=120)

@@ -3,7 +3,8 @@
 Each rank reads its shard of step k from its own queue, runs the micro-batches (loss scaled by the
 world size: FSDP averages gradients across ranks while the objective is a sum over the global
 batch), clips, steps, publishes the full weights (rank 0: ``ray.put``) and checkpoints every
-``checkpoint_every`` steps. On start it resumes from the run directory's latest checkpoint and
+``checkpoint_every`` steps, and when the orchestrator asks (``LearnerCheckpointRequest``, before it
+replaces the learner). On start it resumes from the run directory's latest checkpoint and
 announces the step it resumed at, so the orchestrator sends nothing twice.
 """
 
@@ -21,7 +22,13 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from services.contracts.learner import LearnerBatch, LearnerRankResult, LearnerReady
+from services.contracts.learner import (
+    LearnerBatch,
+    LearnerCheckpointed,
+    LearnerCheckpointRequest,
+    LearnerRankResult,
+    LearnerReady,
+)
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp
 from services.learner.objective import collate, micro_batch_loss, plan_micro_batches, turn_stats
@@ -65,16 +72,25 @@ def train_loop(config: dict[str, Any]) -> None:
         torch.set_rng_state(torch.load(resume / "rng.pt")["torch"])
         resumed_step = int(read_state(resume)["step"])
     outbox.put((LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step), None))
+    checkpointed = resumed_step  # step of the latest checkpoint on disk
 
     while True:
         message = inbox.get()
         if message is None:
             return
+        if isinstance(message, LearnerCheckpointRequest):
+            if message.step != checkpointed:
+                full = _full_weights(model)  # a collective: every rank calls it
+                _checkpoint(model, optim, message.step, settings, run_dir, base_model, full)
+                checkpointed = message.step
+            outbox.put((LearnerCheckpointed(rank=rank, step=message.step), None))
+            continue
         batch: LearnerBatch
         batch, sample_ids = message
         result, weights = _step(model, optim, batch, sample_ids, settings, device, world)
         if result.step % settings.learner.checkpoint_every == 0 or result.step == settings.optim.steps:
             _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
+            checkpointed = result.step
         ref = ray.put(weights) if rank == 0 else None
         outbox.put((result, ref))
 
@@ -118,10 +134,7 @@ def _step(
         grad_norm = grad_norm.full_tensor()
     optim.step()
     optim.zero_grad(set_to_none=True)
-    weights: dict[str, torch.Tensor] = dict(get_model_state_dict(model, options=FULL_CPU))  # type: ignore[arg-type]
-    if getattr(getattr(model, "config", None), "tie_word_embeddings", False):
-        # Tied heads are the embedding; whether the state dict lists them depends on the world size.
-        weights.pop("lm_head.weight", None)
+    weights = _full_weights(model)
     t2 = time.perf_counter()
     result = LearnerRankResult(
         step=batch.step,
@@ -136,6 +149,15 @@ def _step(
         optimizer_s=t2 - t1,
     )
     return result, weights if dist.get_rank() == 0 else None
+
+
+def _full_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The full (unsharded, CPU) state dict; a collective under FSDP, so every rank calls it."""
+    weights: dict[str, torch.Tensor] = dict(get_model_state_dict(model, options=FULL_CPU))  # type: ignore[arg-type]
+    if getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        # Tied heads are the embedding; whether the state dict lists them depends on the world size.
+        weights.pop("lm_head.weight", None)
+    return weights
 
 
 def _checkpoint(

@@ -12,9 +12,13 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.diagnostics.step_stats import step_stats
 from services.learner.checkpoint import latest_checkpoint
 from services.orchestrator.evaluation import evaluate
+from services.orchestrator.live_status import LiveRun
 from services.orchestrator.metrics_exporter import MetricsExporter
+from services.orchestrator.restart_loop import RestartLoop
+from services.orchestrator.restarts import ServiceRestarts
+from services.orchestrator.run_control import start_run_control, stop_run_control
 from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
-from services.orchestrator.stack import Stack, start_stack
+from services.orchestrator.stack import Stack, connect_ray, start_stack
 from services.orchestrator.step import run_step
 from services.orchestrator.tasks import step_tasks
 from services.orchestrator.training_metrics import TrainingMetrics
@@ -36,7 +40,7 @@ def _resume(stack: Stack, run: RunDir) -> int:
     """Line the run up with the learner's last checkpoint: logs, controller and rollout weights."""
     start = stack.learner.resumed_step
     run.truncate_after(start)
-    ray.get(stack.controller.rewind.remote(start))
+    stack.controller.rewind(start)
     checkpoint = latest_checkpoint(run.root)
     if start > 0 and checkpoint is not None:
         from safetensors.torch import load_file
@@ -52,20 +56,33 @@ def train(
     on_step: StepCallback,
     on_eval: EvalCallback,
 ) -> int:
-    """Run steps after the last checkpoint up to ``optim.steps``; return the last step done."""
+    """Run steps after the last checkpoint up to ``optim.steps``; return the last step done.
+
+    While it runs, the `run-control` actor serves `turnopd status` and `turnopd restart`.
+    """
     with ExitStack() as exits:
         exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
         if settings.metrics.enabled:  # first: a port in use or a missing token fails before Ray starts
             m = settings.metrics
             token = settings.security.resolved_service_token()
             exits.enter_context(MetricsExporter(exporter.registry, m.host, m.port, token))
+        connect_ray(settings, exits)
+        control = start_run_control()
+        exits.callback(stop_run_control, control)
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
+        restarts = ServiceRestarts(stack)
+        live = LiveRun(stack, restarts, control, start)
+        ops = RestartLoop(live, restarts).start()
+        exits.callback(ops.stop)
         cumulative = _cumulative_before(run)
         if start == 0 and settings.eval.at_start:
+            live.set_phase("evaluating")
             record = evaluate(stack.pool, settings, step=0, weights_version=0, cumulative_s=0.0)
             run.append(EVAL_FILE, record.model_dump_json())
+            live.eval_done(record)
             on_eval(record)
+        live.set_phase("training")
         env = settings.rollout.env
         for k in range(start + 1, settings.optim.steps + 1):
             tasks = step_tasks(
@@ -91,9 +108,15 @@ def train(
                 rollout_weights_version=out.plan.weights_version,
             )
             exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
+            live.step_done(out.metrics)
             on_step(out.metrics)
             if k % settings.eval.interval == 0 or k == settings.optim.steps:
+                live.set_phase("evaluating")
                 record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)
                 run.append(EVAL_FILE, record.model_dump_json())
+                live.eval_done(record)
                 on_eval(record)
+                live.set_phase("training")
+            ops.at_step_boundary(k)
+        live.set_phase("finished")
         return settings.optim.steps

@@ -15,6 +15,7 @@ TURN_STATS_FILE = "turn_stats.jsonl"
 EVAL_FILE = "eval.jsonl"
 DECISIONS_FILE = "controller.jsonl"
 LOGS = (METRICS_FILE, TURN_STATS_FILE, EVAL_FILE, DECISIONS_FILE)
+RESTARTS_FILE = "restarts.jsonl"  # `turnopd restart` outcomes; history, never cut back on resume
 
 
 class RunDir:

@@ -4,6 +4,10 @@ Order: Ray, Redis (``REDIS_URL`` / ``[controller] redis_url``, else an embedded 
 run directory; a non-loopback URL needs a password), the `controller` actor, the env gateway
 (``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on ``[env_gateway] port``, 0: any free
 port), the `teacher` Serve app, the rollout pool, the learner.
+
+The ``Stack`` is mutable: `turnopd restart` (``services.orchestrator.restarts``) swaps a service for
+a new one in place and registers the new one's closer on the same ``ExitStack``; closers of
+replaced services are no-ops by then.
 """
 
 import math
@@ -11,7 +15,6 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import ray
 from ray import serve
@@ -21,6 +24,7 @@ from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
+from services.orchestrator.controller_client import ControllerClient
 from services.orchestrator.run_dir import RunDir
 from services.rollout_worker.pool import RolloutPool
 from services.settings.teacher import TeacherSettings
@@ -32,12 +36,20 @@ from services.teacher_scorer.serve_app import teacher_application
 
 @dataclass
 class Stack:
-    controller: Any
+    settings: TurnOPDSettings
+    run: RunDir
+    config_file: Path | None
+    exits: ExitStack
+    run_id: str
+    controller: ControllerClient
     pool: RolloutPool
     teacher: TeacherHandleClient
     learner: Learner
+    student_dir: Path
     env_url: str
     redis_url: str
+    gateway: LocalGateway | None  # None: an external gateway (TURNOPD_ENV_GATEWAY_URL) this run does not own
+    redis: EmbeddedRedis | None  # None: an external Redis (REDIS_URL / [controller] redis_url)
 
 
 def logical_cpus_needed(settings: TurnOPDSettings) -> float:
@@ -50,20 +62,20 @@ def logical_cpus_needed(settings: TurnOPDSettings) -> float:
     )
 
 
-def _redis_url(settings: TurnOPDSettings, run: RunDir, stack: ExitStack) -> str:
+def _redis(settings: TurnOPDSettings, run: RunDir, stack: ExitStack) -> tuple[str, EmbeddedRedis | None]:
     url = settings.controller.redis_url or os.environ.get("REDIS_URL")
     if url:
-        return url
+        return url, None
     password = settings.controller.redis_password
     server = EmbeddedRedis(
         settings.controller.embedded_redis_dir or run.redis_dir,
         password=password.get_secret_value() if password else None,
     )
     stack.callback(server.stop)
-    return server.start(settings.controller.redis_start_timeout_s)
+    return server.start(settings.controller.redis_start_timeout_s), server
 
 
-def _teacher_settings(settings: TurnOPDSettings) -> TeacherSettings:
+def teacher_settings(settings: TurnOPDSettings) -> TeacherSettings:
     """The scorer's settings; an unset ``teacher.model`` means the run's ``models.teacher``."""
     teacher = settings.teacher
     if teacher.model:
@@ -72,18 +84,24 @@ def _teacher_settings(settings: TurnOPDSettings) -> TeacherSettings:
     return teacher.model_copy(update={"model": model})
 
 
-def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None, stack: ExitStack) -> Stack:
-    """Start every service; ``stack`` closes them in reverse order."""
+def connect_ray(settings: TurnOPDSettings, stack: ExitStack) -> None:
+    """Join ``RAY_ADDRESS``'s cluster, or start a local one big enough for the actors (once)."""
     if not ray.is_initialized():
         local = "RAY_ADDRESS" not in os.environ
         cpus = max(os.cpu_count() or 1, math.ceil(logical_cpus_needed(settings))) if local else None
         ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, num_cpus=cpus)
         stack.callback(ray.shutdown)
-    redis_url = _redis_url(settings, run, stack)
+
+
+def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None, stack: ExitStack) -> Stack:
+    """Start every service; ``stack`` closes them in reverse order."""
+    connect_ray(settings, stack)
+    redis_url, redis_server = _redis(settings, run, stack)
     run_id = settings.run.run_id or run.root.resolve().name
-    controller = start_controller(settings, run_id, redis_url)
-    stack.callback(ray.kill, controller)
+    controller = ControllerClient(start_controller(settings, run_id, redis_url))
+    stack.callback(controller.kill)
     env_url = os.environ.get("TURNOPD_ENV_GATEWAY_URL", "")
+    gateway = None
     if not env_url:
         gateway = stack.enter_context(
             LocalGateway(config_file, log_path=run.path("env_gateway.log"), port=settings.env_gateway.port)
@@ -91,7 +109,7 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
         env_url = gateway.url
     serve.run(
         teacher_application(
-            _teacher_settings(settings),
+            teacher_settings(settings),
             settings.distill.distill_topk,
             settings.security.resolved_service_token(),
         ),
@@ -104,4 +122,19 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
     student_dir = resolve_model_dir(settings.models.student, settings.models.cache_dir)
     learner = Learner(settings, run.root, student_dir)
     stack.callback(learner.close)
-    return Stack(controller, pool, TeacherHandleClient(), learner, env_url, redis_url)
+    return Stack(
+        settings=settings,
+        run=run,
+        config_file=config_file,
+        exits=stack,
+        run_id=run_id,
+        controller=controller,
+        pool=pool,
+        teacher=TeacherHandleClient(),
+        learner=learner,
+        student_dir=student_dir,
+        env_url=env_url,
+        redis_url=redis_url,
+        gateway=gateway,
+        redis=redis_server,
+    )

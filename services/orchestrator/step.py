@@ -1,6 +1,6 @@
 """One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest.
 
-Every collaborator is passed in (controller actor, rollout pool, teacher client, learner), so the
+Every collaborator is passed in (controller client, rollout pool, teacher client, learner), so the
 same function runs on the embedded default and on a cluster.
 """
 
@@ -9,9 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import ray
-
-from services.contracts.controller import StepDecision, StepPlan
+from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.orchestrator import StepMetrics, StepTimes
 from services.contracts.rollout import EpisodeTask, RolloutResult
@@ -29,6 +27,12 @@ class RolloutPoolLike(Protocol):
     ) -> RolloutResult: ...
 
     def publish_weights(self, weights_ref: Any, version: int) -> None: ...
+
+
+class ControllerLike(Protocol):
+    def plan(self, step: int) -> StepPlan: ...
+
+    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision: ...
 
 
 class LearnerLike(Protocol):
@@ -51,7 +55,7 @@ def run_step(
     k: int,
     tasks: list[EpisodeTask],
     settings: TurnOPDSettings,
-    controller: Any,
+    controller: ControllerLike,
     pool: RolloutPoolLike,
     teacher: TeacherHandleClient,
     learner: LearnerLike,
@@ -59,7 +63,7 @@ def run_step(
 ) -> StepOutcome:
     """Run optimizer step k end to end and return what to log."""
     t0 = time.perf_counter()
-    plan: StepPlan = ray.get(controller.plan.remote(k))
+    plan = controller.plan(k)
     t1 = time.perf_counter()
     rollout = pool.play(tasks, plan.h_roll, settings.rollout.temperature, plan.weights_version)
     if not rollout.trajectories:
@@ -75,7 +79,7 @@ def run_step(
     t4 = time.perf_counter()
     pool.publish_weights(weights_ref, result.weights_version)
     stats = probe_stats(result.turn_stats) if plan.probe else None
-    decision: StepDecision = ray.get(controller.ingest.remote(k, stats))
+    decision = controller.ingest(k, stats)
     t5 = time.perf_counter()
     trajs = rollout.trajectories
     times = StepTimes(

@@ -7,18 +7,25 @@ current weights into it, and plays that chunk again (``rollout_worker.max_attemp
 all), and only then reports the chunk's tasks as ``EpisodeFailure``. Re-plays sample the same
 way (chunk seeds depend on the tasks, not on the worker), and every result names the weights
 version that generated it, which is always the version the caller asked for.
+
+Operations (`turnopd restart`) act from another thread while ``play`` runs: ``replace_worker``
+swaps a worker for a fresh actor (its chunk in flight dies with it and is played again by the
+new one), and ``switch_env_gateway`` points every later request at a new gateway; a chunk that
+was in flight across the switch and lost episodes is played again whole, with the same seeds.
 """
 
 import logging
+import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
+from services.actor_names import wait_name_free
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest, RolloutResult
 from services.errors import InputError, TurnOPDError
 from services.rollout_worker.actor import NAMESPACE, RolloutWorker, worker_name, worker_options
@@ -42,6 +49,9 @@ class PoolStats:
     replays: int = 0  # chunks played again after a death or a stale worker
     weight_reloads: int = 0  # restarted workers brought back to the published version
     failed_chunks: int = 0
+    env_replays: int = 0  # chunks played again because the env gateway was replaced under them
+    crashes_by_worker: Counter[int] = field(default_factory=Counter)  # deaths seen, or found restarted
+    replacements_by_worker: Counter[int] = field(default_factory=Counter)
 
 
 class RolloutPool:
@@ -54,6 +64,11 @@ class RolloutPool:
         self._version = 0
         self._weights_ref: Any = None
         self._lost: set[int] = set()
+        self._env_url = env_gateway_url
+        self._env_generation = 0
+        self._changes = threading.Condition()  # guards _workers swaps, _replacing and the env URL
+        self._replacing: set[int] = set()
+        self._worker_settings = [settings] * settings.cluster.rollout_workers
         self._workers = [
             RolloutWorker.options(**worker_options(settings, i)).remote(settings, i, env_gateway_url, model)  # type: ignore[attr-defined]
             for i in range(settings.cluster.rollout_workers)
@@ -71,6 +86,23 @@ class RolloutPool:
     @property
     def weights_version(self) -> int:
         return self._version
+
+    @property
+    def env_gateway_url(self) -> str:
+        return self._env_url
+
+    @property
+    def size(self) -> int:
+        return len(self._workers)
+
+    def worker_settings(self, index: int) -> TurnOPDSettings:
+        """The settings worker ``index`` was (re)started with."""
+        self._check_index(index)
+        return self._worker_settings[index]
+
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < len(self._workers):
+            raise InputError(f"no {worker_name(index)}: the pool has workers 0..{len(self._workers) - 1}")
 
     @property
     def live_workers(self) -> list[str]:
@@ -119,40 +151,63 @@ class RolloutPool:
         results: dict[int, RolloutResult] = {}
         failed: dict[int, list[EpisodeFailure]] = {}
         idle = deque(i for i in range(len(self._workers)) if i not in self._lost)
-        inflight: dict[Any, tuple[int, int]] = {}
-        max_attempts = self.settings.rollout_worker.max_attempts
+        inflight: dict[Any, tuple[int, int, int, Any]] = {}  # ref -> (worker, chunk, env generation, handle)
         while pending or inflight:
             while pending and idle:
                 worker, chunk = idle.popleft(), pending.popleft()
                 attempts[chunk] += 1
-                inflight[self._workers[worker].play.remote(requests[chunk])] = (worker, chunk)
+                with self._changes:
+                    handle, url, generation = self._workers[worker], self._env_url, self._env_generation
+                request = requests[chunk].model_copy(update={"env_gateway_url": url})
+                inflight[handle.play.remote(request)] = (worker, chunk, generation, handle)
             if not inflight:  # every worker is gone
                 for chunk in pending:
                     failed[chunk] = self._fail(requests[chunk], POOL_NAME, "no rollout worker is left")
                 break
             [ref], _ = ray.wait(list(inflight), num_returns=1)
-            worker, chunk = inflight.pop(ref)
+            worker, chunk, generation, handle = inflight.pop(ref)
             try:
                 result: RolloutResult = ray.get(ref)
             except (RayActorError, StaleWeightsError) as exc:
-                if isinstance(exc, RayActorError):
-                    self.stats.worker_deaths += 1
-                    log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
+                if not self._replaced(worker, handle):
+                    # a stale worker is one Ray restarted while it was idle (it came back at version 0)
+                    self.stats.crashes_by_worker[worker] += 1
+                    if isinstance(exc, RayActorError):
+                        self.stats.worker_deaths += 1
+                        log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
                 if self._recover(worker):
                     idle.append(worker)
-                if attempts[chunk] < max_attempts:
-                    self.stats.replays += 1
-                    pending.appendleft(chunk)
-                else:
-                    self.stats.failed_chunks += 1
-                    reason = f"played {attempts[chunk]} times without a result; last error: {exc}"
-                    failed[chunk] = self._fail(requests[chunk], worker_name(worker), reason)
+                self._again(chunk, attempts, pending, failed, requests, worker, f"{exc}")
+                continue
+            idle.append(worker)
+            if result.failures and generation != self._env_generation:
+                self.stats.env_replays += 1
+                log.warning("chunk %d lost episodes to an env gateway switch; playing it again", chunk)
+                self._again(chunk, attempts, pending, failed, requests, worker, result.failures[0].error)
                 continue
             results[chunk] = result
-            idle.append(worker)
             if on_result is not None:
                 on_result(result)
         return results, failed
+
+    def _again(
+        self,
+        chunk: int,
+        attempts: list[int],
+        pending: deque[int],
+        failed: dict[int, list[EpisodeFailure]],
+        requests: Sequence[RolloutRequest],
+        worker: int,
+        error: str,
+    ) -> None:
+        """Queue ``chunk`` for another play, or report its tasks failed after ``max_attempts``."""
+        if attempts[chunk] < self.settings.rollout_worker.max_attempts:
+            self.stats.replays += 1
+            pending.appendleft(chunk)
+        else:
+            self.stats.failed_chunks += 1
+            reason = f"played {attempts[chunk]} times without a result; last error: {error}"
+            failed[chunk] = self._fail(requests[chunk], worker_name(worker), reason)
 
     @staticmethod
     def _fail(request: RolloutRequest, worker: str, reason: str) -> list[EpisodeFailure]:
@@ -160,11 +215,12 @@ class RolloutPool:
         return [EpisodeFailure(task=task, error=error, worker=worker) for task in request.tasks]
 
     def _recover(self, index: int) -> bool:
-        """Wait for Ray to restart worker ``index`` and give it the published weights; False if it is gone."""
-        worker = self._workers[index]
+        """Wait for Ray to restart (or an operator to replace) worker ``index`` and give it the
+        published weights; False if it is gone."""
         deadline = time.monotonic() + self.settings.rollout_worker.restart_timeout_s
         died_answers = 0
         while time.monotonic() < deadline:
+            worker = self._current_worker(index, deadline)
             try:
                 ray.get(worker.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
                 held = ray.get(worker.weights_version.remote())
@@ -184,6 +240,60 @@ class RolloutPool:
         self._lost.add(index)
         return False
 
+    def _replaced(self, index: int, handle: Any) -> bool:
+        """Whether ``handle`` died because an operator replaced worker ``index`` (not a crash)."""
+        with self._changes:
+            return index in self._replacing or self._workers[index] is not handle
+
+    def _current_worker(self, index: int, deadline: float) -> Any:
+        """Worker ``index``'s handle, once any replacement of it in progress has finished."""
+        with self._changes:
+            self._changes.wait_for(lambda: index not in self._replacing, timeout=deadline - time.monotonic())
+            return self._workers[index]
+
+    def replace_worker(self, index: int, settings: TurnOPDSettings | None = None) -> None:
+        """Replace worker ``index`` by a fresh actor (new ``settings`` if given) at the published weights.
+
+        Safe while ``play`` runs in another thread: the old actor's chunk fails, and the pool's
+        recovery waits for the new actor, then plays the chunk again.
+        """
+        self._check_index(index)
+        settings = settings or self._worker_settings[index]
+        with self._changes:
+            if index in self._replacing:
+                raise InputError(f"{worker_name(index)} is already being replaced")
+            self._replacing.add(index)
+        try:
+            ray.kill(self._workers[index], no_restart=True)
+            if not wait_name_free(worker_name(index), NAMESPACE, 60.0):
+                raise TurnOPDError(f"{worker_name(index)} was killed but its name is still taken after 60 s")
+            fresh = RolloutWorker.options(**worker_options(settings, index)).remote(  # type: ignore[attr-defined]
+                settings, index, self._env_url, self.model
+            )
+            timeout = settings.rollout_worker.restart_timeout_s
+            ray.get(fresh.ready.remote(), timeout=timeout)
+            while True:  # a publish_weights may land meanwhile: load until the version holds still
+                ref, version = self._weights_ref, self._version
+                if ref is not None:
+                    ray.get(fresh.load_weights.remote(ref, version), timeout=timeout)
+                with self._changes:
+                    if version == self._version:
+                        self._workers[index] = fresh
+                        self._worker_settings[index] = settings
+                        self._lost.discard(index)
+                        self.stats.replacements_by_worker[index] += 1
+                        return
+        finally:
+            with self._changes:
+                self._replacing.discard(index)
+                self._changes.notify_all()
+
+    def switch_env_gateway(self, url: str) -> None:
+        """Play every later request against ``url``; chunks in flight that lose episodes are played again."""
+        with self._changes:
+            self._env_url = url
+            self._env_generation += 1
+
     def publish_weights(self, weights_ref: Any, version: int) -> None:
         """Load ``weights_ref`` (an ObjectRef of a state dict, or the dict) into every worker as ``version``.
 
@@ -196,13 +306,17 @@ class RolloutPool:
             raise InputError(
                 f"weights must be an ObjectRef or a state dict, got {type(weights_ref).__name__}"
             )
-        self._weights_ref, self._version = weights_ref, version
-        loads = {i: self._workers[i].load_weights.remote(weights_ref, version) for i in self._live_indices()}
+        with self._changes:
+            self._weights_ref, self._version = weights_ref, version
+            handles = {i: self._workers[i] for i in self._live_indices()}
+        loads = {i: handle.load_weights.remote(weights_ref, version) for i, handle in handles.items()}
         for index, ref in loads.items():
             try:
                 ray.get(ref)
             except RayActorError:
-                self.stats.worker_deaths += 1
+                if not self._replaced(index, handles[index]):
+                    self.stats.worker_deaths += 1
+                    self.stats.crashes_by_worker[index] += 1
                 self._recover(index)  # a restarted worker loads the new version there
 
     def workers_versions(self) -> dict[str, int]:
@@ -220,10 +334,5 @@ class RolloutPool:
             ray.kill(worker, no_restart=True)
         deadline = time.monotonic() + 30.0
         for index in range(len(self._workers)):
-            while time.monotonic() < deadline:
-                try:
-                    ray.get_actor(worker_name(index), namespace=NAMESPACE)
-                except ValueError:
-                    break
-                time.sleep(0.1)
+            wait_name_free(worker_name(index), NAMESPACE, max(0.0, deadline - time.monotonic()))
         self._workers = []

@@ -59,6 +59,14 @@ class TeacherSettings(Section):
     resources: dict[str, float] = Field(
         default_factory=dict, description="Custom Ray resources per replica, e.g. {teacher_pool = 1}."
     )
+    restart_surge_percent: int = Field(
+        100,
+        ge=0,
+        le=100,
+        description="Extra replicas (percent of the target) Serve may start while the app is redeployed "
+        "(`turnopd restart teacher`): >0 keeps old replicas serving until new ones are ready (needs room "
+        "for them), 0 stops old replicas first.",
+    )
     health_check_period_s: float = Field(10.0, gt=0.0, description="Seconds between replica health checks.")
     health_check_timeout_s: float = Field(30.0, gt=0.0, description="A health check slower than this fails.")
     # HTTP (standalone `turnopd serve teacher`; the cluster's Serve config sets its own).

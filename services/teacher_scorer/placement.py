@@ -19,6 +19,7 @@ def deployment_options(settings: TeacherSettings) -> dict[str, Any]:
         "max_ongoing_requests": settings.max_ongoing_requests,
         "health_check_period_s": settings.health_check_period_s,
         "health_check_timeout_s": settings.health_check_timeout_s,
+        "max_surge_percent": settings.restart_surge_percent,
     }
     if settings.autoscaling:
         options["autoscaling_config"] = {

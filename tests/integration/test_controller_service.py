@@ -67,6 +67,24 @@ def test_state_survives_a_redis_crash_and_restart(tmp_path):
         again.stop()
 
 
+def test_a_live_store_reconnects_across_a_redis_restart(tmp_path):
+    """`turnopd restart redis` under a live controller: the same store object goes on writing."""
+    server = EmbeddedRedis(tmp_path / "redis")
+    url = server.start()
+    settings = small_settings()
+    service = ControllerService(settings, "run-e", RedisStateStore(url, "run-e"))
+    try:
+        drive(service.plan, service.ingest, 1, 4)
+        assert server.restart(kill=True) == url  # same port, same append-only file
+        drive(service.plan, service.ingest, 5, 8)
+        assert service.health().redis_ok
+        assert [d.step for d in service.decisions()] == list(range(1, 9))
+        reloaded = ControllerService(settings, "run-e", RedisStateStore(url, "run-e"))
+        assert reloaded.snapshot() == service.snapshot()
+    finally:
+        server.stop()
+
+
 def test_store_refuses_stale_writers(redis_server):
     settings = small_settings()
     store = RedisStateStore(redis_server.url, "run-b")

@@ -48,6 +48,8 @@ def test_fixed_replicas_options():
         "resources": {"teacher_pool": 1},
     }
     assert options["max_ongoing_requests"] == 128
+    assert options["max_surge_percent"] == 100  # a redeploy keeps the old replicas until new ones are up
+    assert deployment_options(TeacherSettings(restart_surge_percent=0))["max_surge_percent"] == 0
 
 
 def test_autoscaling_options():

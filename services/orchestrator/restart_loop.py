@@ -1,0 +1,113 @@
+"""The driver's thread that takes restart requests from the `run-control` actor and carries them out.
+
+Every service but the learner is replaced on this thread, one request after the other, while the
+step loop goes on (``services.orchestrator.restarts`` says how each stays correct). Learner
+requests wait for the next step boundary, where the step loop calls ``at_step_boundary`` (which
+also collects requests itself, so a learner restart never waits behind a slow restart of another
+service): the learner is stateful and is only swapped when no step is in flight.
+"""
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import ray
+
+from services.contracts.operations import RestartRequest, RestartResult
+from services.orchestrator.live_status import LiveRun
+from services.orchestrator.restart_settings import service_kind
+from services.orchestrator.restarts import ServiceRestarts
+from services.orchestrator.run_dir import RESTARTS_FILE
+
+log = logging.getLogger(__name__)
+
+
+class RestartLoop:
+    def __init__(self, live: LiveRun, restarts: ServiceRestarts, poll_s: float = 0.5) -> None:
+        self.live = live
+        self.restarts = restarts
+        self.control: Any = live.control
+        self.poll_s = poll_s
+        self._pending: deque[RestartRequest] = deque()  # for this thread, oldest first
+        self._deferred: list[RestartRequest] = []  # learner restarts, for the next step boundary
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
+
+    def start(self) -> "RestartLoop":
+        self._thread.start()
+        return self
+
+    def _collect(self) -> None:
+        """Take the filed requests from `run-control`: learner ones wait for a boundary, the rest queue here."""
+        for request in ray.get(self.control.take.remote()):
+            with self._lock:
+                if service_kind(request.service) == "learner":
+                    self._deferred.append(request)
+                    log.info("learner restart %s waits for the next step boundary", request.request_id)
+                else:
+                    self._pending.append(request)
+
+    def _next(self) -> RestartRequest | None:
+        with self._lock:
+            return self._pending.popleft() if self._pending else None
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._collect()
+                request = self._next()
+                if request is None:
+                    self._stop.wait(self.poll_s)
+                    continue
+                log.info("restarting %s (request %s)", request.service, request.request_id)
+                self._finish(self.restarts.run(request, self.live.steps_done))
+        except BaseException as exc:  # re-raised on the step loop's thread by check()
+            log.exception("the restart loop failed")
+            self._failure = exc
+
+    def _finish(self, result: RestartResult) -> None:
+        log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
+        self.live.stack.run.append(RESTARTS_FILE, result.model_dump_json())
+        ray.get(self.control.complete.remote(result))
+        self.live.publish()
+
+    def check(self) -> None:
+        """Raise on the caller's thread what broke the loop (a bug, never a failed restart)."""
+        if self._failure is not None:
+            raise self._failure
+
+    def at_step_boundary(self, steps_done: int) -> None:
+        """Carry out the learner restarts filed so far (the step loop calls this between steps)."""
+        self.check()
+        self._collect()
+        with self._lock:
+            deferred, self._deferred = self._deferred, []
+        for request in deferred:
+            self._finish(self.restarts.run(request, steps_done))
+
+    def stop(self) -> None:
+        """Stop taking requests and answer the ones left: the run is over."""
+        self._stop.set()
+        self._thread.join(timeout=600)
+        left = ray.get(self.control.close.remote())
+        with self._lock:
+            left = [*self._pending, *self._deferred, *left]
+            self._pending.clear()
+            self._deferred.clear()
+        for request in left:
+            now = time.time()
+            self._finish(
+                RestartResult(
+                    request_id=request.request_id,
+                    service=request.service,
+                    ok=False,
+                    message="not done: the run finished first",
+                    started_at=now,
+                    seconds=0.0,
+                    step=self.live.steps_done,
+                )
+            )

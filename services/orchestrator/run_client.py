@@ -1,0 +1,106 @@
+"""The operator's side of a live run: join its Ray cluster, read its status, file restart requests.
+
+`turnopd status` and `turnopd restart` are thin shells over these functions, and the chaos test
+calls them too, so tests exercise exactly the path operators use.
+"""
+
+import logging
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from services.contracts.operations import RestartRequest, RestartResult, RunStatus, check_service_name
+from services.errors import InputError, NotFoundError, TurnOPDError
+from services.orchestrator.run_control import NAMESPACE, find_run_control
+
+_POLL_S = 0.5
+
+
+def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast on a ``host:port`` nothing listens on (Ray itself would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise NotFoundError(
+            f"no Ray cluster answers at {address} (RAY_ADDRESS): {exc.strerror or exc}"
+        ) from None
+
+
+def join_cluster() -> None:
+    """Connect to ``RAY_ADDRESS``'s cluster, else the one running on this machine (namespace `turnopd`)."""
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS", "auto")
+    _check_reachable(address)
+    try:
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
+    except ConnectionError as exc:
+        raise NotFoundError(
+            f"no Ray cluster at {address!r} (is `turnopd train` running? set RAY_ADDRESS): "
+            f"{' '.join(str(exc).split())[:200]}"
+        ) from None
+
+
+def run_status(control: Any | None = None) -> RunStatus:
+    """The status the live run published last; NotFoundError when no run is live."""
+    control = control or find_run_control()
+    status: RunStatus | None = ray.get(control.status.remote())
+    if status is None:
+        raise NotFoundError("the run is starting its services; no status yet")
+    return status
+
+
+def submit_restart(service: str, config_path: Path | None = None) -> str:
+    """File a restart request with the live run; return its id."""
+    try:
+        check_service_name(service)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if config_path is not None and not config_path.is_file():
+        raise InputError(f"config file {config_path} does not exist")
+    control = find_run_control()
+    status: RunStatus | None = ray.get(control.status.remote())
+    workers = [s.name for s in status.services if s.name.startswith("rollout-worker-")] if status else []
+    if service.startswith("rollout-worker-") and workers and service not in workers:
+        raise InputError(f"the run has no {service}; its workers are {', '.join(workers)}")
+    request = RestartRequest(
+        request_id=uuid.uuid4().hex,
+        service=service,
+        config_path=str(config_path.resolve()) if config_path is not None else None,
+    )
+    ray.get(control.submit.remote(request))
+    return request.request_id
+
+
+def restart_result(request_id: str) -> RestartResult | None:
+    """The driver's answer to a restart request, None while it is queued or running."""
+    result: RestartResult | None = ray.get(find_run_control().result.remote(request_id))
+    return result
+
+
+def wait_restart(request_id: str, timeout_s: float) -> RestartResult:
+    """Wait for the driver's answer to a restart request."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = restart_result(request_id)
+        if result is not None:
+            return result
+        time.sleep(_POLL_S)
+    raise TurnOPDError(
+        f"restart request {request_id} got no answer within {timeout_s:.0f} s; "
+        "a learner restart waits for the end of the running step (see `turnopd status`)"
+    )

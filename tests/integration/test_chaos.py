@@ -1,0 +1,201 @@
+"""Chaos: a real training run during which every service is replaced once, and a rollout worker and the
+controller are SIGKILLed.
+
+Restarts go through ``services.orchestrator.run_client`` (what `turnopd restart` calls); one goes
+through the `turnopd restart` CLI in a subprocess and one `turnopd status --json` is read the same
+way. Afterwards every step 1..K is logged exactly once with nothing lost, the controller's H_bar
+series equals an independent replay of the run's probes, and the final weights version is K.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+from rollout_fixtures import zoo_cache_dir
+
+from services.contracts.controller import ProbeStats, StepDecision
+from services.contracts.jsonl import read_jsonl
+from services.contracts.operations import ControllerHealth, RestartResult, RunStatus, WorkerHealth
+from services.contracts.orchestrator import StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.controller.replay import replay
+from services.models.registry import resolve_cache_dir
+from services.orchestrator.pipeline import train
+from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.run_client import submit_restart
+from services.orchestrator.run_dir import RESTARTS_FILE, RunDir
+from services.settings import load_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 8
+OVERRIDES = """
+[optim]
+batch = 4
+steps = 8
+lr = 1e-4
+
+[eval]
+interval = 100
+episodes = 2
+val_n = 1
+at_start = false
+
+[cluster]
+rollout_workers = 2
+
+[rollout_worker]
+num_cpus = 0.25
+restart_timeout_s = 180.0
+
+[teacher]
+num_cpus = 0.25
+
+[learner]
+checkpoint_every = 100
+num_cpus_per_worker = 0.25
+"""
+
+
+def chaos_config(tmp_path: Path) -> Path:
+    """configs/smoke.toml on the test caches, 8 steps, two rollout workers, checkpoints only at the end."""
+    games = resolve_cache_dir() / "test-fixtures" / "envs"
+    text = (REPO / "configs" / "smoke.toml").read_text()
+    text = text.replace("[env_gateway]\n", f'[env_gateway]\ncache_dir = "{games}"\n')
+    text = text.replace("[models]\n", f'[models]\ncache_dir = "{zoo_cache_dir()}"\n')
+    text = text.replace('run_dir = "runs/smoke"', f'run_dir = "{tmp_path / "run"}"')
+    for section in ("[optim]", "[eval]", "[cluster]", "[rollout_worker]", "[teacher]", "[learner]"):
+        start = text.index(section)
+        end = text.find("\n[", start + 1)
+        text = text[:start] + text[end + 1 :] if end != -1 else text[:start]
+    path = tmp_path / "chaos.toml"
+    path.write_text(text + OVERRIDES)
+    return path
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`turnopd ARGS` in a fresh process joined to this test's Ray cluster."""
+    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address, PYTHONPATH=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+def worker_health(name: str) -> WorkerHealth:
+    health: WorkerHealth = ray.get(ray.get_actor(name, namespace="turnopd").health.remote(), timeout=60)
+    return health
+
+
+def test_every_service_restarted_during_training(ray_session, tmp_path):
+    config = chaos_config(tmp_path)
+    settings = load_settings(config)
+    assert settings.optim.steps == STEPS and settings.cluster.rollout_workers == 2
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    background: list[threading.Thread] = []
+    seen: dict[str, object] = {}
+
+    def later(fn, *args) -> None:
+        thread = threading.Thread(target=fn, args=args, daemon=True)
+        thread.start()
+        background.append(thread)
+
+    def sigkill_worker() -> None:
+        before = worker_health("rollout-worker-1").pid
+        time.sleep(1.0)  # land inside the next step's rollout
+        os.kill(before, signal.SIGKILL)
+        seen["killed_pid"] = before
+
+    def sigkill_controller() -> None:
+        actor = ray.get_actor("controller", namespace="turnopd")
+        before: ControllerHealth = ray.get(actor.health.remote(), timeout=60)
+        time.sleep(0.5)
+        os.kill(before.pid, signal.SIGKILL)  # Ray restarts it; it reloads its state from Redis
+        after: ControllerHealth = ray.get(actor.health.remote(), timeout=120)
+        seen["controller_pids"] = (before.pid, after.pid)
+
+    def cli_restart(service: str) -> None:
+        seen[f"cli_{service}"] = cli("restart", service, "--timeout", "600")
+
+    def cli_status() -> None:
+        seen["status"] = cli("status", "--json")
+
+    def on_step(m: StepMetrics) -> None:
+        match m.step:
+            case 1:
+                submit_restart("rollout-worker-0")
+                later(sigkill_worker)
+            case 2:
+                submit_restart("teacher")
+            case 3:
+                later(cli_restart, "env-gateway")
+            case 4:
+                submit_restart("controller")
+                submit_restart("redis")
+            case 5:
+                submit_restart("learner")
+            case 6:
+                later(cli_status)
+            case 7:
+                later(sigkill_controller)
+
+    assert train(settings, run, config, on_step, lambda _: None) == STEPS
+    for thread in background:
+        thread.join(timeout=600)
+
+    # every step exactly once, nothing lost, weights versions in lockstep
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in metrics] == list(range(1, STEPS + 1))
+    assert [m.weights_version for m in metrics] == list(range(1, STEPS + 1))
+    assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
+    assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
+
+    # the controller's H_bar series is continuous and equals a replay of the run's own probes
+    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
+    assert [d.step for d in decisions] == list(range(1, STEPS + 1))
+    turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
+    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
+    replayed = list(replay(probes, STEPS, settings.depth))
+    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
+        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
+    ]
+    assert [m.h_bar for m in metrics] == [d.h_bar for d in decisions]
+
+    # each of the services was replaced once, successfully, while the run went on
+    results = read_jsonl(run.path(RESTARTS_FILE), RestartResult)
+    by_service = {r.service: r for r in results}
+    assert sorted(by_service) == sorted(
+        ["rollout-worker-0", "teacher", "env-gateway", "controller", "redis", "learner"]
+    )
+    assert all(r.ok for r in results), [r.message for r in results if not r.ok]
+    assert by_service["learner"].step in (5, 6)  # at a step boundary, after the request
+    assert all(1 <= r.step < STEPS for r in results)
+
+    # the CLI paths: `turnopd restart env-gateway` and `turnopd status --json` against the live run
+    restarted = seen["cli_env-gateway"]
+    assert restarted.returncode == 0, restarted.stderr
+    assert "env gateway replaced" in restarted.stdout
+    shown = seen["status"]
+    assert shown.returncode == 0, shown.stderr
+    status = RunStatus.model_validate_json(shown.stdout)
+    assert status.step >= 6 and status.total_steps == STEPS and status.h_hat is not None
+    names = [s.name for s in status.services]
+    assert names == [
+        "controller", "rollout-worker-0", "rollout-worker-1", "teacher", "env-gateway", "learner", "redis"
+    ]  # fmt: skip
+    health = {s.name: s for s in status.services}
+    assert health["controller"].health == "ok" and health["controller"].restarts == 1
+    assert health["env-gateway"].health == "ok" and health["env-gateway"].restarts == 1
+    assert health["redis"].health == "ok" and health["teacher"].restarts == 1
+    assert health["rollout-worker-0"].restarts >= 1 and health["rollout-worker-1"].restarts >= 1
+    assert json.loads(shown.stdout)["run_dir"] == str(run.root.resolve())
+    assert "killed_pid" in seen
+    before, after = seen["controller_pids"]
+    assert before != after  # the controller process really died mid-run, and the run went on

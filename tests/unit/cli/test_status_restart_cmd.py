@@ -1,0 +1,76 @@
+"""`turnopd status` rendering and `turnopd restart` argument checks (no cluster needed)."""
+
+from rich.console import Console
+
+from services.cli.status_view import status_renderable, summary_lines
+from services.contracts.operations import RestartResult, RunStatus, ServiceStatus
+from services.orchestrator.live_status import masked_url
+
+STATUS = RunStatus(
+    run_id="r1",
+    run_dir="/runs/r1",
+    method="turnopd",
+    phase="training",
+    step=3,
+    total_steps=8,
+    h_hat=4,
+    h_bar=3.25,
+    alpha=0.375,
+    weights_version=3,
+    last_step_s=4.5,
+    services=[
+        ServiceStatus(name="teacher", health="ok", restarts=1, version="config 0a1b2c3d"),
+        ServiceStatus(name="rollout-worker-1", health="down", restarts=2, version="weights 3", detail="dead"),
+    ],
+    restarts=[
+        RestartResult(
+            request_id="x",
+            service="teacher",
+            ok=True,
+            message="redeployed",
+            started_at=0.0,
+            seconds=7.0,
+            step=2,
+        )
+    ],
+    updated_at=100.0,
+)
+
+
+def test_summary_names_step_depth_alpha_and_eval():
+    lines = summary_lines(STATUS, now=112.0)
+    assert lines[0] == "run r1 (turnopd) in /runs/r1"
+    assert lines[1] == "training: step 3/8, weights version 3, last step 4.5 s, updated 12 s ago"
+    assert lines[2] == "H_hat 4, H_bar 3.25, alpha 0.375"
+    assert lines[3] == "last eval: none yet"
+
+
+def test_tables_list_every_service_and_restart():
+    console = Console(width=160, record=True)
+    console.print(status_renderable(STATUS, now=112.0))
+    text = console.export_text()
+    assert "rollout-worker-1" in text and "down" in text and "config 0a1b2c3d" in text
+    assert "recent restarts" in text and "redeployed" in text
+
+
+def test_restart_refuses_unknown_service_without_a_cluster(cli):
+    result = cli("restart", "database")
+    assert result.code == 2
+    assert result.err.startswith("error: unknown service 'database'; one of: rollout-worker-{i}")
+
+
+def test_masked_redis_url():
+    assert masked_url("redis://:s3cret@127.0.0.1:6379/0") == "redis://***@127.0.0.1:6379/0"
+    assert masked_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_status_without_a_cluster_is_one_line(cli, monkeypatch):
+    from services.loopback import free_loopback_port
+
+    address = f"127.0.0.1:{free_loopback_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    for args in (("status",), ("status", "--json"), ("restart", "teacher")):
+        result = cli(*args)
+        assert result.code == 2 and result.out == ""
+        assert result.err.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)")
+        assert len(result.err.strip().splitlines()) == 1

@@ -1,0 +1,70 @@
+"""The restart boundary: a failed restart becomes a result for the operator, never a stopped run.
+
+A fake pool stands in for the Ray actors (this tests the glue; the real thing runs in
+tests/integration/test_chaos.py).
+"""
+
+from types import SimpleNamespace
+
+import pytest
+
+from services.contracts.operations import RestartRequest
+from services.errors import InputError
+from services.orchestrator.restarts import ResumeMismatchError, ServiceRestarts
+from services.settings import TurnOPDSettings
+
+
+class FakePool:
+    size = 2
+    weights_version = 7
+
+    def __init__(self, fail_with: BaseException | None = None) -> None:
+        self.fail_with = fail_with
+        self.replaced: list[tuple[int, object]] = []
+
+    def worker_settings(self, index: int) -> TurnOPDSettings:
+        return TurnOPDSettings()
+
+    def replace_worker(self, index: int, settings: object = None) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.replaced.append((index, settings))
+
+
+def restarts_with(pool: FakePool) -> ServiceRestarts:
+    stack = SimpleNamespace(
+        settings=TurnOPDSettings(), pool=pool, gateway=None, redis=None, env_url="http://x"
+    )
+    return ServiceRestarts(stack)  # type: ignore[arg-type]
+
+
+def test_a_worker_restart_is_counted_and_reported():
+    pool = FakePool()
+    restarts = restarts_with(pool)
+    result = restarts.run(RestartRequest(request_id="a", service="rollout-pool"), step=3)
+    assert result.ok and result.step == 3 and pool.replaced == [(0, None), (1, None)]
+    assert result.message == (
+        "rollout-worker-0 replaced at weights version 7; rollout-worker-1 replaced at weights version 7"
+    )
+    assert restarts.counts["rollout-worker-1"] == 1 and restarts.history == [result]
+
+
+@pytest.mark.parametrize("error", [InputError("no rollout-worker-9"), IndexError("list index out of range")])
+def test_a_failed_restart_is_a_result_not_a_crash(error):
+    restarts = restarts_with(FakePool(fail_with=error))
+    result = restarts.run(RestartRequest(request_id="b", service="rollout-worker-1"), step=4)
+    assert not result.ok and result.message == f"{type(error).__name__}: {error}"
+    assert restarts.counts["rollout-worker-1"] == 0
+
+
+def test_services_this_run_does_not_own_are_refused():
+    restarts = restarts_with(FakePool())
+    for service, why in (("env-gateway", "was not started by this run"), ("redis", "Redis is external")):
+        result = restarts.run(RestartRequest(request_id=service, service=service), step=1)
+        assert not result.ok and why in result.message
+
+
+def test_a_broken_resume_stops_the_run():
+    restarts = restarts_with(FakePool(fail_with=ResumeMismatchError("resumed at 3, not 4")))
+    with pytest.raises(ResumeMismatchError):
+        restarts.run(RestartRequest(request_id="c", service="rollout-worker-0"), step=4)
