@@ -6,17 +6,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import ray
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.diagnostics.step_stats import step_stats
-from services.learner.checkpoint import latest_checkpoint
+from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
 from services.orchestrator.evaluation import evaluate
 from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.orchestrator.stack import Stack, start_stack
 from services.orchestrator.step import run_step
 from services.orchestrator.tasks import step_tasks
-from services.orchestrator.training_metrics import TrainingMetrics
+from services.orchestrator.training_metrics import TrainingMetrics, serve_metrics
 from services.settings.tree import TurnOPDSettings
 
 StepCallback = Callable[[StepMetrics], None]
@@ -44,6 +44,13 @@ def _resume(stack: Stack, run: RunDir) -> int:
     return start
 
 
+def _eval_due(settings: TurnOPDSettings, step: int) -> bool:
+    """Whether the schedule evaluates after ``step`` (step 0: before training, if ``eval.at_start``)."""
+    if step == 0:
+        return settings.eval.at_start
+    return step % settings.eval.interval == 0 or step == settings.optim.steps
+
+
 def train(
     settings: TurnOPDSettings,
     run: RunDir,
@@ -52,18 +59,21 @@ def train(
     on_eval: EvalCallback,
 ) -> int:
     """Run steps after the last checkpoint up to ``optim.steps``; return the last step done."""
+    # A run stopped between the learner's checkpoint and that step's log lines would resume with the
+    # step missing from every log: resume from the last step the logs hold instead.
+    drop_checkpoints_after(run.root, max(run.steps_logged(METRICS_FILE), default=0))
     with ExitStack() as exits:
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
         exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
         if settings.metrics.enabled:
-            server, _thread = start_http_server(
-                settings.metrics.port, addr=settings.metrics.host, registry=exporter.registry
-            )
-            exits.callback(server.shutdown)
+            serve_metrics(exporter.registry, settings.metrics.host, settings.metrics.port, exits)
         cumulative = _cumulative_before(run)
-        if start == 0 and settings.eval.at_start:
-            record = evaluate(stack.pool, settings, step=0, weights_version=0, cumulative_s=0.0)
+        if _eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
+            # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
+            record = evaluate(
+                stack.pool, settings, step=start, weights_version=start, cumulative_s=cumulative
+            )
             run.append(EVAL_FILE, record.model_dump_json())
             on_eval(record)
         env = settings.rollout.env
@@ -89,7 +99,7 @@ def train(
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
             )
             on_step(out.metrics)
-            if k % settings.eval.interval == 0 or k == settings.optim.steps:
+            if _eval_due(settings, k):
                 record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)
                 run.append(EVAL_FILE, record.model_dump_json())
                 on_eval(record)

@@ -15,6 +15,8 @@ TURN_STATS_FILE = "turn_stats.jsonl"
 EVAL_FILE = "eval.jsonl"
 DECISIONS_FILE = "controller.jsonl"
 LOGS = (METRICS_FILE, TURN_STATS_FILE, EVAL_FILE, DECISIONS_FILE)
+# Settings never written to config.json (model_dump ``exclude`` shape).
+SECRET_FIELDS = {"controller": {"redis_password"}}
 
 
 class RunDir:

@@ -15,7 +15,7 @@ from typing import Any
 import ray
 from ray import serve
 
-from services.controller.actor import NAMESPACE, start_controller
+from services.controller.actor import NAMESPACE, start_controller, stop_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.learner.service import Learner
@@ -81,7 +81,7 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
     redis_url = _redis_url(settings, run, stack)
     run_id = settings.run.run_id or run.root.resolve().name
     controller = start_controller(settings, run_id, redis_url)
-    stack.callback(ray.kill, controller)
+    stack.callback(stop_controller, controller)
     env_url = os.environ.get("TURNOPD_ENV_GATEWAY_URL", "")
     if not env_url:
         gateway = stack.enter_context(LocalGateway(config_file, log_path=run.path("env_gateway.log")))

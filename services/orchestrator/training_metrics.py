@@ -8,7 +8,9 @@ deep_loss_budget,reliable_prefix}``, ``turnopd_learner_turn_loss_share{turn}`` a
 tokens_per_second,failed_episodes_total,episodes_total}``. No per-episode labels.
 """
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from contextlib import ExitStack
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from services.contracts.orchestrator import StepMetrics
 from services.diagnostics.reliable_prefix import reliable_prefix_length, thirds
@@ -107,3 +109,11 @@ class TrainingMetrics:
         self.rollout["tokens_per_second"].set(m.generated_tokens / rollout_s if rollout_s > 0 else 0.0)
         self.episodes.inc(m.trajectories + m.failed_episodes)
         self.failed.inc(m.failed_episodes)
+
+
+def serve_metrics(registry: CollectorRegistry, host: str, port: int, exits: ExitStack) -> int:
+    """Serve ``registry`` on host:port until ``exits`` closes (the socket too); return the bound port."""
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    exits.callback(server.server_close)  # callbacks run last-in first-out: shut down, then release the port
+    exits.callback(server.shutdown)
+    return int(server.server_address[1])

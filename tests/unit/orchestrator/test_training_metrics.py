@@ -50,3 +50,18 @@ def test_controller_learner_and_rollout_metrics_are_exported():
     assert value(text, "turnopd_rollout_tokens_per_second") == 100.0
     assert value(text, "turnopd_rollout_episodes_total") == 10
     assert 'turnopd_step_seconds{phase="rollout"} 3.0' in text
+
+
+def test_serve_metrics_releases_its_port_on_exit():
+    from contextlib import ExitStack
+
+    import httpx
+
+    from services.orchestrator.training_metrics import serve_metrics
+
+    with ExitStack() as exits:
+        port = serve_metrics(CollectorRegistry(), "127.0.0.1", 0, exits)
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5.0).status_code == 200
+    # A second run in the same process binds the same port (a fixed [metrics] port across runs).
+    with ExitStack() as exits:
+        assert serve_metrics(CollectorRegistry(), "127.0.0.1", port, exits) == port
