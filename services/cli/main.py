@@ -10,11 +10,13 @@ from services.cli.errors_boundary import run_app
 def build_app() -> typer.Typer:
     """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
     from services.cli import (
+        compare_cmd,
         controller_cmd,
         diagnose_cmd,
         envs_cmd,
         eval_cmd,
         models_cmd,
+        report_cmd,
         serve_cmd,
         teacher_cmd,
         train_cmd,
@@ -31,6 +33,8 @@ def build_app() -> typer.Typer:
     app.add_typer(models_cmd.app, name="models")
     app.command("diagnose")(diagnose_cmd.diagnose)
     app.command("train")(train_cmd.train)
+    app.command("compare")(compare_cmd.compare)
+    app.command("report")(report_cmd.report)
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
     app.command("eval")(eval_cmd.eval_)
