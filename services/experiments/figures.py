@@ -54,6 +54,7 @@ def _turn_lines(ax: Axes, grid: TurnGrid, shown: ShownTurns, window: int, ylabel
     ax.set_xlabel("optimizer step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
+    ax.ticklabel_format(axis="y", useOffset=False)
     _integer_ticks(ax, x=True, y=False)
     if n:
         ax.legend(fontsize="x-small", ncol=2 if n > 6 else 1)
@@ -109,6 +110,16 @@ def gap_figure(gaps: Mapping[str, Sequence[float | None]], shown: ShownTurns, la
     for phase, row in gaps.items():
         ax.plot(range(len(row)), _series(row), marker="o", label=phase)
     ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xlim(-0.5, max(shown.count, 1) - 0.5)
+    if all(v is None for row in gaps.values() for v in row):
+        ax.text(
+            0.5,
+            0.62,
+            "no turn was reached by both successful and failed trajectories",
+            transform=ax.transAxes,
+            ha="center",
+            color="dimgrey",
+        )
     ax.set_xlabel("turn (0-based)")
     ax.set_ylabel("G_t = K_t(fail) - K_t(succ)")
     _integer_ticks(ax, x=True, y=False)
@@ -130,8 +141,14 @@ def loss_share_figure(share: TurnGrid, shown: ShownTurns, window: int, label: st
 
 def controller_figure(trace: ControllerTrace, label: str, path: Path) -> Path:
     """H_eff (probes), H_cov, the EMA horizon H_bar, the applied cap H_hat and the depth rolled out."""
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
-    ax.step(trace.steps, trace.h_roll, where="mid", color="lightgrey", label="H_roll (turns collected)")
+    fig, ax = plt.subplots(figsize=(9.6, 4.2))
+    ax.step(
+        trace.steps,
+        trace.h_roll,
+        where="mid",
+        color="lightgrey",
+        label="H_roll (rollout cap; H_max on probes)",
+    )
     ax.plot(trace.steps, trace.h_bar, color="tab:blue", linewidth=2, label="H_bar (EMA horizon)")
     ax.step(trace.steps, trace.h_cov, where="post", color="tab:green", label="H_cov (coverage bound)")
     ax.plot(trace.steps, trace.h_hat, color="tab:purple", linestyle="--", label="H_hat (applied cap)")
@@ -151,13 +168,13 @@ def controller_figure(trace: ControllerTrace, label: str, path: Path) -> Path:
     ax.set_ylabel("horizon (0-based turn index)")
     _integer_ticks(ax, x=True, y=True)
     ax.set_title(f"{label}: depth controller")
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, path)
 
 
 def frontier_figure(curves: Sequence[AccuracyCurve], cutoffs_s: Sequence[float], path: Path) -> Path:
     """Validation Avg@n against cumulative step wall time, one colour per method, one line per seed."""
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    fig, ax = plt.subplots(figsize=(9.6, 4.6))
     methods = list(dict.fromkeys(c.method for c in curves))
     colours = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(methods)}
     styles = ["-", "--", ":", "-."]
@@ -174,10 +191,13 @@ def frontier_figure(curves: Sequence[AccuracyCurve], cutoffs_s: Sequence[float],
             color=colours[c.method],
             label=label,
         )
+    accuracies = [100 * a for c in curves for a in c.accuracy]
+    if accuracies:
+        ax.set_ylim(max(0.0, min(accuracies) - 5.0) - 1.0, min(100.0, max(accuracies) + 5.0) + 1.0)
     for i, cutoff in enumerate(sorted(set(cutoffs_s))):
         ax.axvline(cutoff, color="grey", linestyle=":", label="Least-Time cutoff" if i == 0 else None)
     ax.set_xlabel("cumulative training wall time (s)")
     ax.set_ylabel("validation Avg@n (%)")
     ax.set_title("Accuracy-time frontier")
-    ax.legend(fontsize="small", ncol=2 if len(curves) > 6 else 1)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, path)

@@ -155,6 +155,12 @@ def allocation_table(reports: Sequence[tuple[str, DiagnosisReport]]) -> Table:
         note=(
             "R: reliable prefix length. Deep loss budget: the deep third's share of the raw-KL loss mass "
             "under trajectory-level weights; (actual w): under the step's blended weights."
+            + (
+                " R = 0: no turn met the support thresholds (see --min-survivors, --min-survivor-frac, "
+                "--min-step-frac)."
+                if any(report.reliable_prefix == 0 for _, report in reports)
+                else ""
+            )
         ),
     )
 
