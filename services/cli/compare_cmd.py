@@ -86,5 +86,6 @@ def compare(
     summary = write_summary(planned, out, config)
     print_table(comparison_table(summary), Console())
     console.print(
-        f"summary: {out / SUMMARY_FILE} ({SUMMARY_MARKDOWN} beside it); figures: turnopd report {out}"
+        f"summary: {out / SUMMARY_FILE} ({SUMMARY_MARKDOWN} beside it); figures: turnopd report {out} --out DIR",
+        soft_wrap=True,
     )

@@ -29,11 +29,11 @@ def run_planned(
     on_eval: EvalCallback,
 ) -> None:
     """Train every run that is not complete yet, in order."""
-    from services.orchestrator.pipeline import train  # Ray loads only when something is trained
-
     for run in planned:
         if run.state == "complete":
             continue
+        from services.orchestrator.pipeline import train  # Ray loads only when something is trained
+
         on_run(run)
         run_dir = RunDir(run.path)
         if run.state == "new":
