@@ -82,12 +82,14 @@ def test_compare_then_report(ray_session, tmp_path, capsys):
             assert score.same_step_acc == statistics.fmean(values)
     assert all(m.h_roll == 6 for m in logs["vanilla"][0])  # vanilla: full depth every step
 
-    # Lose vanilla's last step from the logs (its checkpoint stays): the next compare resumes it from
-    # step 2's checkpoint, reuses the complete turnopd run and writes the same table shape again.
+    # Lose vanilla's last step from the logs (its checkpoint stays) and the evaluation after step 2:
+    # the next compare drops the orphan checkpoint, resumes vanilla from step 2's checkpoint, redoes
+    # that evaluation first, and reuses the complete turnopd run.
     vanilla = out / "vanilla" / "seed0"
     assert (vanilla / "checkpoints" / "step_000004").is_dir()
     for name in LOGS:
-        lines = [ln for ln in (vanilla / name).read_text().splitlines() if json.loads(ln)["step"] < STEPS]
+        last = 1 if name == "eval.jsonl" else STEPS - 1
+        lines = [ln for ln in (vanilla / name).read_text().splitlines() if json.loads(ln)["step"] <= last]
         (vanilla / name).write_text("".join(ln + "\n" for ln in lines))
     turnopd_before = (out / "turnopd" / "seed0" / "metrics.jsonl").read_text()
     capsys.readouterr()
@@ -95,8 +97,10 @@ def test_compare_then_report(ray_session, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "turnopd seed 0: complete" in err and "vanilla seed 0: partial" in err
     assert (out / "turnopd" / "seed0" / "metrics.jsonl").read_text() == turnopd_before
-    assert [m.step for m in read_jsonl(vanilla / "metrics.jsonl", StepMetrics)] == [1, 2, 3, 4]
-    assert [e.step for e in read_jsonl(vanilla / "eval.jsonl", EvalRecord)] == [0, 1, 2, 3, 4]
+    resumed = read_jsonl(vanilla / "metrics.jsonl", StepMetrics)
+    redone = read_jsonl(vanilla / "eval.jsonl", EvalRecord)
+    assert [m.step for m in resumed] == [1, 2, 3, 4] and [e.step for e in redone] == [0, 1, 2, 3, 4]
+    assert redone[2].cumulative_s == resumed[1].cumulative_s == logs["vanilla"][0][1].cumulative_s
     again = ComparisonSummary.model_validate_json((out / "summary.json").read_text())
     assert again.methods["turnopd"].same_step_acc == summary.methods["turnopd"].same_step_acc
 
