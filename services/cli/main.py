@@ -10,11 +10,13 @@ from services.cli.errors_boundary import run_app
 def build_app() -> typer.Typer:
     """The `turnopd` app with every command group registered (each lives in its own *_cmd module)."""
     from services.cli import (
+        compare_cmd,
         controller_cmd,
         diagnose_cmd,
         envs_cmd,
         eval_cmd,
         models_cmd,
+        report_cmd,
         restart_cmd,
         serve_cmd,
         status_cmd,
@@ -35,6 +37,8 @@ def build_app() -> typer.Typer:
     app.command("train")(train_cmd.train)
     app.command("status")(status_cmd.status)
     app.command("restart")(restart_cmd.restart)
+    app.command("compare")(compare_cmd.compare)
+    app.command("report")(report_cmd.report)
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(envs_cmd.app, name="envs")
     app.command("eval")(eval_cmd.eval_)

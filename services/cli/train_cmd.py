@@ -10,11 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from services.cli.options import settings_with
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError
-from services.orchestrator.run_dir import CONFIG_FILE, RunDir
+from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import Method
-
-SECRET_FIELDS = {"controller": {"redis_password"}, "security": {"service_token"}}
 
 
 def _resolved(

@@ -15,12 +15,20 @@ class TrajectoryTurnStats(Contract):
     turn_kl_sum: list[FiniteFloat] = Field(min_length=1, description="Sum of token reverse KL in turn t.")
     success: bool
     truncated: bool
+    turn_entropy_sum: list[FiniteFloat] | None = Field(
+        None, description="Sum of the teacher's token entropy (nats) in turn t; None when not recorded."
+    )
 
     @model_validator(mode="after")
     def _aligned(self) -> "TrajectoryTurnStats":
         if len(self.turn_tokens) != len(self.turn_kl_sum):
             raise ValueError(
                 f"turn_tokens has {len(self.turn_tokens)} turns but turn_kl_sum has {len(self.turn_kl_sum)}"
+            )
+        if self.turn_entropy_sum is not None and len(self.turn_entropy_sum) != len(self.turn_tokens):
+            raise ValueError(
+                f"turn_tokens has {len(self.turn_tokens)} turns but turn_entropy_sum has "
+                f"{len(self.turn_entropy_sum)}"
             )
         return self
 

@@ -6,6 +6,7 @@ exactly where the old one stopped.
 """
 
 import os
+import time
 from typing import Any
 
 import ray
@@ -16,7 +17,7 @@ from services.contracts.controller_state import ControllerState
 from services.contracts.operations import ControllerHealth
 from services.controller import schedule
 from services.controller.store import StateStore, open_store
-from services.errors import ConflictError
+from services.errors import ConflictError, TurnOPDError
 from services.service_auth import check_redis_url
 from services.settings.tree import TurnOPDSettings
 
@@ -127,3 +128,16 @@ def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> 
     ).remote(settings, run_id, redis_url)
     ray.get(handle.ready.remote())
     return handle
+
+
+def stop_controller(handle: Any, timeout_s: float = 30.0) -> None:
+    """Kill the `controller` actor and wait until its name is free, so the next run creates its own."""
+    ray.kill(handle, no_restart=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
+        except ValueError:
+            return
+        time.sleep(0.1)
+    raise TurnOPDError(f"the {ACTOR_NAME!r} actor still exists {timeout_s:.0f} s after it was killed")

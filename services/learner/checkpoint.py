@@ -36,6 +36,20 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return done[-1] if done else None
 
 
+def drop_checkpoints_after(run_dir: Path, step: int) -> list[Path]:
+    """Delete every checkpoint (complete or not) of a step beyond ``step``; return what was deleted."""
+    root = run_dir / "checkpoints"
+    if not root.is_dir():
+        return []
+    dropped = []
+    for path in sorted(root.glob("step_*")):
+        digits = path.name.removeprefix("step_").removesuffix(".tmp")
+        if digits.isdigit() and int(digits) > step:
+            shutil.rmtree(path)
+            dropped.append(path)
+    return dropped
+
+
 def read_state(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((path / STATE_FILE).read_text())
     return data

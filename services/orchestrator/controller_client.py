@@ -17,7 +17,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
-from services.controller.actor import ACTOR_NAME, NAMESPACE
+from services.controller.actor import ACTOR_NAME, NAMESPACE, stop_controller
 from services.errors import TurnOPDError
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ class ControllerClient:
         return state
 
     def kill(self) -> None:
-        ray.kill(self.handle, no_restart=True)
+        """Kill the actor and wait until its name is free (the next run must create its own)."""
+        stop_controller(self.handle)
 
     def _call(self, method: str, *args: Any) -> Any:
         deadline = time.monotonic() + self._timeout_s

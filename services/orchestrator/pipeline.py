@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.diagnostics.step_stats import step_stats
-from services.learner.checkpoint import latest_checkpoint
+from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
 from services.orchestrator.evaluation import evaluate
 from services.orchestrator.live_status import LiveRun
 from services.orchestrator.metrics_exporter import MetricsExporter
@@ -49,6 +49,13 @@ def _resume(stack: Stack, run: RunDir) -> int:
     return start
 
 
+def _eval_due(settings: TurnOPDSettings, step: int) -> bool:
+    """Whether the schedule evaluates after ``step`` (step 0: before training, if ``eval.at_start``)."""
+    if step == 0:
+        return settings.eval.at_start
+    return step % settings.eval.interval == 0 or step == settings.optim.steps
+
+
 def train(
     settings: TurnOPDSettings,
     run: RunDir,
@@ -60,6 +67,9 @@ def train(
 
     While it runs, the `run-control` actor serves `turnopd status` and `turnopd restart`.
     """
+    # A run stopped between the learner's checkpoint and that step's log lines would resume with the
+    # step missing from every log: resume from the last step the logs hold instead.
+    drop_checkpoints_after(run.root, max(run.steps_logged(METRICS_FILE), default=0))
     with ExitStack() as exits:
         exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
         if settings.metrics.enabled:  # first: a port in use or a missing token fails before Ray starts
@@ -76,9 +86,12 @@ def train(
         ops = RestartLoop(live, restarts).start()
         exits.callback(ops.stop)
         cumulative = _cumulative_before(run)
-        if start == 0 and settings.eval.at_start:
+        if _eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
+            # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
             live.set_phase("evaluating")
-            record = evaluate(stack.pool, settings, step=0, weights_version=0, cumulative_s=0.0)
+            record = evaluate(
+                stack.pool, settings, step=start, weights_version=start, cumulative_s=cumulative
+            )
             run.append(EVAL_FILE, record.model_dump_json())
             live.eval_done(record)
             on_eval(record)
@@ -110,7 +123,7 @@ def train(
             exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
             live.step_done(out.metrics)
             on_step(out.metrics)
-            if k % settings.eval.interval == 0 or k == settings.optim.steps:
+            if _eval_due(settings, k):
                 live.set_phase("evaluating")
                 record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)
                 run.append(EVAL_FILE, record.model_dump_json())

@@ -16,6 +16,8 @@ EVAL_FILE = "eval.jsonl"
 DECISIONS_FILE = "controller.jsonl"
 LOGS = (METRICS_FILE, TURN_STATS_FILE, EVAL_FILE, DECISIONS_FILE)
 RESTARTS_FILE = "restarts.jsonl"  # `turnopd restart` outcomes; history, never cut back on resume
+# Settings never written to config.json (model_dump ``exclude`` shape).
+SECRET_FIELDS = {"controller": {"redis_password"}, "security": {"service_token"}}
 
 
 class RunDir:

@@ -16,6 +16,7 @@ from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.errors import TurnOPDError
 from services.learner.samples import build_samples
 from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.teacher_entropy import with_teacher_entropy
 from services.orchestrator.teacher_scores import teacher_topk
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -69,7 +70,7 @@ def run_step(
     if not rollout.trajectories:
         raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
     t2 = time.perf_counter()
-    topk, _entropy = asyncio.run(teacher_topk(teacher, rollout.trajectories, settings.distill.distill_topk))
+    topk, entropy = asyncio.run(teacher_topk(teacher, rollout.trajectories, settings.distill.distill_topk))
     samples = build_samples(
         rollout.trajectories, topk, plan.alpha, settings.blend.min_floor, settings.blend.min_frac
     )
@@ -77,6 +78,9 @@ def run_step(
     batch = LearnerBatch(step=k, probe=plan.probe, alpha=plan.alpha, h_roll=plan.h_roll, samples=samples)
     result, weights_ref = learner.step(batch)
     t4 = time.perf_counter()
+    result = result.model_copy(
+        update={"turn_stats": with_teacher_entropy(result.turn_stats, rollout.trajectories, entropy)}
+    )
     pool.publish_weights(weights_ref, result.weights_version)
     stats = probe_stats(result.turn_stats) if plan.probe else None
     decision = controller.ingest(k, stats)

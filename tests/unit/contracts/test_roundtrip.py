@@ -5,6 +5,15 @@ from pydantic import ValidationError
 
 from services.contracts.controller import DepthState, ProbeStats, StepDecision, StepPlan
 from services.contracts.diagnosis import DiagnosisReport, PhaseStats, TurnSummary
+from services.contracts.experiments import (
+    ComparisonSummary,
+    MethodSummary,
+    RunScore,
+    TaskTypeScore,
+    TaskTypeSummary,
+    TimeSplit,
+    WindowScore,
+)
 from services.contracts.learner import LearnerStepResult
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence, SequenceScores
@@ -16,8 +25,43 @@ TURN_STATS = TurnStatsRecord(
     alpha=0.25,
     h_roll=7,
     trajectories=[
-        TrajectoryTurnStats(turn_tokens=[3, 2], turn_kl_sum=[0.5, 0.1], success=True, truncated=False)
+        TrajectoryTurnStats(turn_tokens=[3, 2], turn_kl_sum=[0.5, 0.1], success=True, truncated=False),
+        TrajectoryTurnStats(
+            turn_tokens=[4], turn_kl_sum=[0.2], success=False, truncated=True, turn_entropy_sum=[1.5]
+        ),
     ],
+)
+WINDOW = WindowScore(mean=0.625, std=0.125, steps=[3, 4, 5, 6])
+RUN_SCORE = RunScore(
+    seed=0,
+    run_dir="cmp/turnopd/seed0",
+    wall_time_s=30.0,
+    time_split=TimeSplit(rollout_s=18.0, teacher_s=3.0, learner_s=6.0, other_s=3.0),
+    mean_h_roll=4.5,
+    least_time_cutoff_s=30.0,
+    speedup_vs_vanilla=2.0,
+    same_step=WINDOW,
+    least_time=WindowScore(mean=None, std=None, steps=[]),
+    per_task_type={"pick_and_place": TaskTypeScore(same_step=WINDOW, least_time=WINDOW)},
+)
+METHOD_SUMMARY = MethodSummary(
+    method="turnopd",
+    seeds=[0],
+    same_step_acc=0.625,
+    same_step_std=0.125,
+    same_step_seed_std=None,
+    least_time_acc=None,
+    least_time_std=None,
+    least_time_seed_std=None,
+    wall_time_s=30.0,
+    wall_time_seed_std=None,
+    speedup_vs_vanilla=2.0,
+    per_task_type={
+        "pick_and_place": TaskTypeSummary(
+            same_step_acc=0.5, same_step_std=0.0, least_time_acc=0.5, least_time_std=0.0
+        )
+    },
+    runs=[RUN_SCORE],
 )
 PHASE = PhaseStats(
     name="early",
@@ -110,6 +154,18 @@ EXAMPLES = [
         deep_loss_budget_actual=0.5,
         phases={"early": PHASE},
         per_turn=[],
+    ),
+    WINDOW,
+    RUN_SCORE,
+    METHOD_SUMMARY,
+    ComparisonSummary(
+        steps=6,
+        window=4,
+        baseline="vanilla",
+        seeds=[0],
+        least_time_cutoff_s={"0": 30.0},
+        config="configs/smoke.toml",
+        methods={"turnopd": METHOD_SUMMARY},
     ),
 ]
 

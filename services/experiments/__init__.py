@@ -1,0 +1,1 @@
+"""Comparisons of training methods and their reports: protocols, run layout, figures, pages."""

@@ -1,0 +1,105 @@
+"""Planning a comparison: run layout, reuse/resume decisions, config conflicts, method names."""
+
+import json
+
+import pytest
+from comparison_logs import eval_record, run_logs, step_metrics, write_run
+
+from services.errors import ConflictError, InputError
+from services.experiments.compare_dir import (
+    config_differences,
+    load_run,
+    run_dirs_under,
+    run_path,
+    run_state,
+    settings_json,
+)
+from services.experiments.compare_plan import parse_methods, plan_runs, run_settings
+from services.orchestrator.run_dir import SECRET_FIELDS
+
+
+def test_parse_methods_keeps_order_and_rejects_bad_names():
+    assert parse_methods("turnopd, vanilla,tcod") == ["turnopd", "vanilla", "tcod"]
+    with pytest.raises(InputError, match="unknown method 'grpo'"):
+        parse_methods("turnopd,grpo")
+    with pytest.raises(InputError, match="listed twice"):
+        parse_methods("vanilla,vanilla")
+    with pytest.raises(InputError, match="no method"):
+        parse_methods(" , ")
+
+
+def test_config_differences_are_dotted_and_skip_the_run_dir():
+    saved = {"run": {"run_dir": "/a", "seed": 0}, "optim": {"steps": 4, "lr": 1e-4}}
+    wanted = {"run": {"run_dir": "/b", "seed": 0}, "optim": {"steps": 6, "lr": 1e-4}, "new": 1}
+    assert config_differences(saved, wanted) == ["new", "optim.steps"]
+    assert config_differences(saved, saved) == []
+
+
+def test_run_state_new_partial_complete(tmp_path):
+    assert run_state(tmp_path / "x", 6) == "new"
+    logs = run_logs("vanilla", 0, 10.0, [0.5] * 7)
+    path = write_run(tmp_path / "v", logs)
+    assert run_state(path, 6) == "complete"
+    assert run_state(path, 7) == "partial"
+    (path / "eval.jsonl").write_text(eval_record(0, 0.0, 0.5).model_dump_json() + "\n")
+    assert run_state(path, 6) == "partial"
+    loaded = load_run(path)
+    assert (loaded.method, loaded.seed, [m.step for m in loaded.metrics]) == (
+        "vanilla",
+        0,
+        [1, 2, 3, 4, 5, 6],
+    )
+
+
+def _materialise(settings, steps_done):
+    """Leave a run dir as `turnopd compare` would: its config.json and ``steps_done`` steps of logs."""
+    path = settings.run.run_dir
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(settings_json(settings, SECRET_FIELDS)))
+    (path / "metrics.jsonl").write_text(
+        "".join(step_metrics(k, 1.0).model_dump_json() + "\n" for k in range(1, steps_done + 1))
+    )
+    (path / "eval.jsonl").write_text(eval_record(steps_done, float(steps_done), 0.5).model_dump_json() + "\n")
+
+
+def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_configs(tmp_path):
+    out = tmp_path / "cmp"
+    first = plan_runs(None, ["turnopd", "vanilla"], 2, 3, out)
+    assert [(p.method, p.seed, p.state) for p in first] == [
+        ("turnopd", 0, "new"),
+        ("turnopd", 1, "new"),
+        ("vanilla", 0, "new"),
+        ("vanilla", 1, "new"),
+    ]
+    vanilla_1 = first[3].settings
+    assert vanilla_1.run.run_dir == run_path(out.resolve(), "vanilla", 1)
+    assert vanilla_1.run.run_id == "cmp-vanilla-seed1" and vanilla_1.run.method == "vanilla"
+    assert vanilla_1.optim.steps == 3 and vanilla_1.run.seed == 1
+    _materialise(first[0].settings, 3)
+    _materialise(first[1].settings, 2)
+    again = plan_runs(None, ["turnopd", "vanilla"], 2, 3, out)
+    assert [p.state for p in again] == ["complete", "partial", "new", "new"]
+    with pytest.raises(ConflictError, match=r"seed0 was started with a different config \(optim.steps"):
+        plan_runs(None, ["turnopd"], 1, 5, out)
+    with pytest.raises(InputError, match="--seeds must be >= 1"):
+        plan_runs(None, ["turnopd"], 0, 3, out)
+
+
+def test_seeds_start_at_the_configs_seed(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("[run]\nseed = 5\n")
+    planned = plan_runs(config, ["tcod"], 2, None, tmp_path / "out")
+    assert [p.seed for p in planned] == [5, 6]
+    assert (
+        planned[0].settings.optim.steps == run_settings(config, "tcod", 5, None, tmp_path / "out").optim.steps
+    )
+
+
+def test_run_dirs_under_a_comparison_or_a_single_run(tmp_path):
+    a = write_run(tmp_path / "cmp" / "turnopd" / "seed0", run_logs("turnopd", 0, 1.0, [0.5, 0.5]))
+    b = write_run(tmp_path / "cmp" / "vanilla" / "seed0", run_logs("vanilla", 0, 1.0, [0.5, 0.5]))
+    assert run_dirs_under(tmp_path / "cmp") == [a, b]
+    assert run_dirs_under(a) == [a]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="holds no run directory"):
+        run_dirs_under(tmp_path / "empty")
