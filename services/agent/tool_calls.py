@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from services.agent.action_templates import fill_template
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 TOOL_CALL_OPEN = "<tool_call>"
@@ -211,11 +213,17 @@ def normalize_action(action: str) -> str:
 
 
 def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
-    """The admissible command (spelled as the environment spells it) that ``action`` names, if any."""
+    """The admissible command (spelled as the environment spells it) that ``action`` names, if any.
+
+    An admissible template such as ``search[<query>]`` admits any ``search[...]`` (see action_templates).
+    """
     wanted = normalize_action(action)
     for command in admissible:
         if normalize_action(command) == wanted:
             return command
+    for command in admissible:
+        if (filled := fill_template(action, command)) is not None:
+            return filled
     return None
 
 

@@ -4,6 +4,7 @@ commands; otherwise the rejection says what is wrong with it, and the game never
 import difflib
 from collections.abc import Sequence
 
+from services.agent.action_templates import fill_template
 from services.env_gateway.episode_errors import ActionRejectedError
 
 _MAX_LISTED = 60
@@ -20,6 +21,9 @@ def check_action(action: str, admissible: Sequence[str]) -> str:
     for command in admissible:
         if normalise(command) == wanted:
             return command
+    for command in admissible:
+        if (filled := fill_template(action, command)) is not None:
+            return filled
     problems = rejection_problems(wanted, admissible)
     listed = ", ".join(repr(c) for c in admissible[:_MAX_LISTED])
     more = f" (and {len(admissible) - _MAX_LISTED} more)" if len(admissible) > _MAX_LISTED else ""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import format_response
+from services.agent.env_protocols import HOUSEHOLD_PROTOCOL, EnvProtocol
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
@@ -38,25 +38,33 @@ class RenderedEpisode:
         return mask
 
 
-def expert_response(action: str) -> str:
-    """What the model is taught to answer: the tool call of the expert's action."""
-    return format_response(action)
+def expert_response(action: str, protocol: EnvProtocol = HOUSEHOLD_PROTOCOL) -> str:
+    """What the model is taught to answer: the tool call (or the env's own form) of the expert's action."""
+    return protocol.respond(action, None)
 
 
 def render_episode(
-    chat: ChatFormat, episode: ExpertEpisode, max_tokens: int | None = None
+    chat: ChatFormat,
+    episode: ExpertEpisode,
+    max_tokens: int | None = None,
+    *,
+    protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
 ) -> RenderedEpisode:
-    """The episode's ids and response spans; with ``max_tokens``, only the turns that fit whole."""
-    conversation = chat.start(first_user_message(episode.start))
+    """The episode's ids and response spans; with ``max_tokens``, only the turns that fit whole.
+
+    ``chat`` must show the protocol's tool and system prompt (``protocol.chat(chat)``), as in play.
+    """
+    listed = protocol.list_actions
+    conversation = chat.start(first_user_message(episode.start, listed))
     last = len(episode.turns) - 1
     kept_length, kept_spans = len(conversation), 0
     for index, turn in enumerate(episode.turns):
-        conversation.add_response_text(expert_response(turn.action))
+        conversation.add_response_text(expert_response(turn.action, protocol))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
         kept_length, kept_spans = len(conversation), conversation.num_turns
         if index < last:
-            conversation.add_observation(step_observation(turn.result))
+            conversation.add_observation(step_observation(turn.result, listed))
     if kept_spans == 0:
         raise InputError(
             f"the first turn of episode {episode.start.game_id} does not fit in {max_tokens} tokens"
@@ -65,6 +73,10 @@ def render_episode(
 
 
 def render_episodes(
-    chat: ChatFormat, episodes: Sequence[ExpertEpisode], max_tokens: int | None = None
+    chat: ChatFormat,
+    episodes: Sequence[ExpertEpisode],
+    max_tokens: int | None = None,
+    *,
+    protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
 ) -> list[RenderedEpisode]:
-    return [render_episode(chat, episode, max_tokens) for episode in episodes]
+    return [render_episode(chat, episode, max_tokens, protocol=protocol) for episode in episodes]
