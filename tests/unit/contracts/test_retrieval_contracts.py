@@ -5,8 +5,8 @@ from pydantic import ValidationError
 
 from services.contracts.retrieval import (
     RetrievalHealth,
-    RetrieveDocumentsResponse,
     RetrievedDocument,
+    RetrieveDocumentsResponse,
     RetrieveRequest,
     RetrieveResponse,
     ScoredDocument,
