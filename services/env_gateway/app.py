@@ -51,7 +51,7 @@ def create_app(settings: EnvGatewaySettings, episode_api: EpisodeAPIFactory | No
     app = FastAPI(
         title="TurnOPD env gateway",
         version=API_VERSION,
-        description="Household (ALFWorld) and TextWorld games for rollout workers, one episode at a time.",
+        description="Household (ALFWorld), TextWorld and multi-hop search games for rollout workers, one episode at a time.",
         lifespan=lifespan,
     )
     app.include_router(health.router)
