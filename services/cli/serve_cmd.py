@@ -35,7 +35,9 @@ def retrieval(
         Path | None, typer.Option(help="Search-R1 corpus JSONL (default: the search env's encyclopedia).")
     ] = None,
     delay_s: Annotated[float | None, typer.Option(help="Failure drill: latency added per request.")] = None,
-    fail_every: Annotated[int | None, typer.Option(help="Failure drill: every N-th request gets 503.")] = None,
+    fail_every: Annotated[
+        int | None, typer.Option(help="Failure drill: every N-th request gets 503.")
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Serve Search-R1's POST /retrieve (BM25) for the search env's remote mode, until interrupted."""

@@ -21,18 +21,18 @@ from services.contracts.retrieval import (
     ScoredDocument,
 )
 from services.env_gateway.search.bm25_index import Bm25Retriever
-from services.env_gateway.search.dataset import CORPUS_FILE, ensure_dataset, read_corpus
+from services.env_gateway.search.dataset import corpus_path, read_corpus
 from services.env_gateway.search.retrieval import corpus_contents
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.tree import TurnOPDSettings
 
 
-def corpus_path(settings: TurnOPDSettings) -> Path:
-    """The corpus the settings name (the generated encyclopedia unless ``retrieval_server.corpus``)."""
+def served_corpus(settings: TurnOPDSettings) -> Path:
+    """``retrieval_server.corpus``, else the search env's corpus (by default the generated encyclopedia)."""
     if settings.retrieval_server.corpus is not None:
         return settings.retrieval_server.corpus.expanduser()
     gateway = settings.env_gateway
-    return ensure_dataset(gateway.search, gateway.resolved_cache_dir()) / CORPUS_FILE
+    return corpus_path(gateway.search, gateway.resolved_cache_dir())
 
 
 def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corpus: str) -> FastAPI:
@@ -72,7 +72,7 @@ def serve(settings: TurnOPDSettings) -> None:
     """Load the corpus, index it, and serve until interrupted."""
     import uvicorn
 
-    path = corpus_path(settings)
+    path = served_corpus(settings)
     retriever = Bm25Retriever(read_corpus(path))
     server = settings.retrieval_server
     uvicorn.run(

@@ -1,6 +1,7 @@
 """Settings of the `search` env (section ``[env_gateway.search]``): the generated encyclopedia,
 its question set, and where retrieval runs (the embedded BM25 index or a Search-R1 server)."""
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -19,6 +20,14 @@ class SearchEnvSettings(Section):
     works: int = Field(250, ge=3, le=100_000, description="Novels, films and albums.")
     test_fraction: float = Field(
         0.2, gt=0.0, lt=1.0, description="Share of question subjects held out for valid_unseen."
+    )
+    corpus_file: Path | None = Field(
+        None, description="Search-R1 corpus JSONL for the BM25 index (unset: the generated encyclopedia)."
+    )
+    questions_file: Path | None = Field(
+        None,
+        description="Question JSONL (question, golden_answers, data_source, split) instead of the "
+        "generated questions; such questions have no expert.",
     )
     retriever: RetrieverKind = Field(
         "bm25", description="'bm25': local index over the encyclopedia; 'remote': a Search-R1 server."

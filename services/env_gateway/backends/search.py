@@ -17,10 +17,11 @@ from services.env_gateway.search.actions import ADMISSIBLE, parse_action
 from services.env_gateway.search.answers import exact_match
 from services.env_gateway.search.bm25_index import Bm25Retriever
 from services.env_gateway.search.dataset import (
-    QUESTIONS_FILE,
-    SearchDataset,
-    ensure_dataset,
-    load_dataset,
+    QuestionPools,
+    corpus_path,
+    questions_path,
+    read_corpus,
+    read_questions,
 )
 from services.env_gateway.search.expert import SearchExpert
 from services.env_gateway.search.questions import DATA_SOURCES, SPLITS, Question
@@ -51,15 +52,15 @@ class SearchBackend(EnvBackend):
         self._cache_dir = cache_dir
 
     @cached_property
-    def _dataset(self) -> SearchDataset:
-        return load_dataset(self._settings, self._cache_dir)
+    def _questions(self) -> QuestionPools:
+        return read_questions(questions_path(self._settings, self._cache_dir))
 
     @cached_property
     def _retriever(self) -> Retriever:
         settings = self._settings
         match settings.retriever:
             case "bm25":
-                return Bm25Retriever(self._dataset.documents)
+                return Bm25Retriever(read_corpus(corpus_path(self._settings, self._cache_dir)))
             case "remote":
                 assert settings.retrieval_url is not None  # checked by the settings
                 return RemoteRetriever(settings.retrieval_url, settings.retrieval_timeout_s)
@@ -67,23 +68,23 @@ class SearchBackend(EnvBackend):
                 raise ValueError(f"unknown retriever {settings.retriever!r}")
 
     def task_types(self) -> list[str]:
-        return list(DATA_SOURCES)
+        """The data sources: single/two/three-hop, or those of the question file (sorted)."""
+        if self._settings.questions_file is None:
+            return list(DATA_SOURCES)
+        return sorted({source for _, source in self._questions})
 
     def pool_size(self, split: Split, task_type: str) -> int:
-        size = len(self._dataset.questions.get((split, task_type), []))
+        size = len(self._questions.get((split, task_type), []))
         if size == 0:
-            raise InputError(f"no {task_type!r} questions in split {split!r}; make the encyclopedia larger")
+            raise InputError(f"no {task_type!r} questions in split {split!r}")
         return size
 
     def info(self) -> EnvInfo:
-        questions = self._dataset.questions
-        counts = {s: sum(len(questions[(s, d)]) for d in DATA_SOURCES) for s in SPLITS}
+        counts = {s: sum(len(q) for (split, _), q in self._questions.items() if split == s) for s in SPLITS}
         s = self._settings
+        questions = s.questions_file or f"generated encyclopedia (seed {s.seed})"
         retrieval = f"Search-R1 server {s.retrieval_url}" if s.retriever == "remote" else "BM25 (bm25s)"
-        source = (
-            f"generated encyclopedia (seed {s.seed}, {len(self._dataset.documents)} passages); "
-            f"retrieval: {retrieval}, top {s.topk}"
-        )
+        source = f"questions: {questions}; retrieval: {retrieval}, top {s.topk}"
         return EnvInfo(
             name="search",
             splits=list(SPLITS),
@@ -93,10 +94,10 @@ class SearchBackend(EnvBackend):
         )
 
     def game_path(self, split: Split, choice: GameChoice) -> Path:
-        return ensure_dataset(self._settings, self._cache_dir) / QUESTIONS_FILE
+        return questions_path(self._settings, self._cache_dir)
 
     def question(self, split: Split, choice: GameChoice) -> Question:
-        return self._dataset.questions[(split, choice.task_type)][choice.index]
+        return self._questions[(split, choice.task_type)][choice.index]
 
     def open(self, split: Split, choice: GameChoice, expert: bool) -> GameSession:
         question = self.question(split, choice)
@@ -111,7 +112,7 @@ class SearchSession(GameSession):
         self._retriever = retriever
         self._topk = topk
         self._max_turns = max_turns
-        self._expert = SearchExpert(question) if expert else None
+        self._expert = SearchExpert(question) if expert and question.chain else None
         self._steps = 0
 
     def start(self) -> Opening:
@@ -124,7 +125,7 @@ class SearchSession(GameSession):
         kind, argument = parse_action(action)
         self._steps += 1
         if kind == "answer":
-            won = exact_match(argument, [self._question.answer])
+            won = exact_match(argument, self._question.golden_answers)
             verdict = "correct" if won else "not correct"
             return Outcome(f"Your answer {argument!r} is {verdict}.", float(won), True, won, [], None)
         passages = self._retriever.retrieve([argument], self._topk)[0]

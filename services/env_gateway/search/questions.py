@@ -19,13 +19,19 @@ SPLITS: tuple[Split, ...] = ("train", "valid_unseen")
 
 @dataclass(frozen=True)
 class Question:
-    """One question, its gold answer, and the entity names the gold chain searches for, in order."""
+    """One question, its gold answers, and the entity names the gold chain searches for, in order
+    (empty for questions from a file, which have no known chain and so no expert)."""
 
     id: str
     question: str
-    answer: str
+    golden_answers: tuple[str, ...]
     data_source: str
     chain: tuple[str, ...]
+
+    @property
+    def answer(self) -> str:
+        """The answer the expert gives."""
+        return self.golden_answers[0]
 
 
 @dataclass(frozen=True)
@@ -164,12 +170,12 @@ def generate_questions(
             for subject in encyclopedia.of_kind(template.kind):
                 chain, answer = follow(encyclopedia, subject, template.path)
                 split = subject_split(seed, subject.id, test_fraction)
-                pools[(split, source)].append(Question("", template.text(subject), answer, source, chain))
+                pools[(split, source)].append(Question("", template.text(subject), (answer,), source, chain))
     ordered = {}
     for (split, source), questions in pools.items():
         random.Random(f"turnopd-search-order:{seed}:{split}:{source}").shuffle(questions)
         ordered[(split, source)] = [
-            Question(f"{split}/{source}/{i:05d}", q.question, q.answer, q.data_source, q.chain)
+            Question(f"{split}/{source}/{i:05d}", q.question, q.golden_answers, q.data_source, q.chain)
             for i, q in enumerate(questions)
         ]
     return ordered

@@ -9,6 +9,7 @@ import pytest
 from services.env_gateway.backends.base import GameChoice
 from services.env_gateway.backends.search import SearchBackend
 from services.env_gateway.search.actions import ADMISSIBLE, parse_action
+from services.errors import ConfigError, InputError
 from services.settings.search_env import SearchEnvSettings
 
 
@@ -73,8 +74,40 @@ def test_searches_return_information_and_the_turn_limit_ends_the_episode(backend
     assert "turn limit (4)" in outcome.observation
 
 
-def test_bad_actions_raise(backend: SearchBackend, tmp_path: Path):
+def test_bad_actions_raise(backend: SearchBackend):
     session = backend.open("train", GameChoice("single_hop", 0), expert=False)
     session.start()
     with pytest.raises(ValueError, match="not a search env action"):
         session.step("go to fridge 1")
+
+
+def test_question_and_corpus_files_replace_the_generated_ones(tmp_path: Path):
+    corpus = tmp_path / "wiki.jsonl"
+    corpus.write_text(
+        '{"id": "0", "contents": "\\"Alpha Town\\"\\nAlpha Town lies on the Beta river."}\n'
+        '{"id": "1", "contents": "\\"Beta river\\"\\nThe Beta river flows into the Gamma sea."}\n'
+    )
+    questions = tmp_path / "qa.jsonl"
+    rows = [
+        '{"question": "Which river is Alpha Town on?", "golden_answers": ["Beta", "Beta river"], '
+        '"data_source": "nq", "split": "test"}',
+        '{"question": "Where does the Beta river flow?", "golden_answers": "Gamma sea", '
+        '"data_source": "hotpotqa", "split": "train"}',
+    ]
+    questions.write_text("\n".join(rows) + "\n")
+    settings = SearchEnvSettings(corpus_file=corpus, questions_file=questions, topk=1)
+    backend = SearchBackend(settings, tmp_path / "cache")
+    assert backend.task_types() == ["hotpotqa", "nq"]
+    assert backend.info().games_per_split == {"train": 1, "valid_unseen": 1}
+    session = backend.open("valid_unseen", GameChoice("nq", 0), expert=True)
+    opening = session.start()
+    assert opening.expert_action is None and opening.game_id == "valid_unseen/nq/00001"
+    assert session.step("search[Alpha Town river]").observation == (
+        "<information>Doc 1(Title: Alpha Town) Alpha Town lies on the Beta river.</information>"
+    )
+    assert session.step("answer[the Beta River]").won  # any golden answer counts
+    with pytest.raises(InputError, match="no 'nq' questions in split 'train'"):
+        backend.pool_size("train", "nq")
+    questions.write_text('{"question": "q", "golden_answers": ["a"], "data_source": "nq", "split": "dev"}\n')
+    with pytest.raises(ConfigError, match="split 'dev' is none of"):
+        SearchBackend(settings, tmp_path / "cache").task_types()
