@@ -1,27 +1,28 @@
-"""Admissible-action templates: an admissible entry ``verb[<placeholder>]`` (e.g. ``search[<query>]``)
-admits ``verb[...]`` with any non-blank text between the brackets. Free-text actions (search
-queries, answers) are validated by the same admissible list as fixed commands.
+"""Admissible actions with a free-text slot, such as WebShop's ``search[<your keywords>]``.
 
-Pure module: standard library only.
+An admissible action of the form ``verb[<placeholder>]`` (a lower-case placeholder right after
+``<``) stands for every ``verb[...]`` with non-empty text: ``search[red running shoes]`` is
+admissible when ``search[<your keywords>]`` is listed. Buttons such as ``click[< Prev]`` or
+``click[Next >]`` are not templates. Pure module: standard library only.
 """
 
 import re
 
-_TEMPLATE = re.compile(r"^([a-z_]+)\[<[^<>\[\]]+>\]$")
+_TEMPLATE = re.compile(r"^\s*([a-z_]+)\[<[a-z][a-z ]*>\]\s*$", re.IGNORECASE)
 
 
-def template_verb(entry: str) -> str | None:
-    """'search[<query>]' -> 'search'; None for an entry that is not a template."""
-    match = _TEMPLATE.match(entry)
-    return match.group(1) if match else None
+def template_verb(command: str) -> str | None:
+    """The verb of a template action (``search`` for ``search[<your keywords>]``), else None."""
+    match = _TEMPLATE.match(command)
+    return match.group(1).lower() if match else None
 
 
-def fill_template(action: str, entry: str) -> str | None:
-    """The canonical action (verb in lower case, inner spaces collapsed) if ``entry`` admits it."""
-    verb = template_verb(entry)
+def fill_template(action: str, command: str) -> str | None:
+    """``action`` spelled canonically (``verb[text]``, spaces collapsed) if the template admits it."""
+    verb = template_verb(command)
     if verb is None:
         return None
-    match = re.match(rf"^\s*{verb}\s*\[(.*)\]\s*$", action, re.DOTALL | re.IGNORECASE)
+    match = re.match(rf"^\s*{verb}\s*\[(.*)\]\s*$", action, re.IGNORECASE | re.DOTALL)
     if match is None:
         return None
     text = " ".join(match.group(1).split())

@@ -213,18 +213,13 @@ def normalize_action(action: str) -> str:
 
 
 def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
-    """The admissible command (spelled as the environment spells it) that ``action`` names, if any.
-
-    An admissible template such as ``search[<query>]`` admits any ``search[...]`` (see action_templates).
-    """
+    """The admissible command (spelled as the environment spells it) that ``action`` names, if any."""
     wanted = normalize_action(action)
     for command in admissible:
         if normalize_action(command) == wanted:
             return command
-    for command in admissible:
-        if (filled := fill_template(action, command)) is not None:
-            return filled
-    return None
+    # Free-text actions (WebShop's search[<your keywords>]) come back in their canonical spelling.
+    return next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
 
 
 def inadmissible_action_feedback(action: str, admissible: Sequence[str] | None = None) -> str:

@@ -67,7 +67,7 @@ async def _catalog_entry(url: str, env: str) -> dict[str, Any]:
     return info.model_dump(mode="json")
 
 
-def sft_env(name: str) -> EnvName:
+def _gateway_env(name: str) -> EnvName:
     """An env name as the gateway's contracts type it."""
     for env in get_args(EnvName):
         if env == name:
@@ -146,7 +146,7 @@ def _collect(
             progress.start(len(wanted.seeds))
             collected = await collect_expert_episodes(
                 client,
-                sft_env(wanted.env),
+                _gateway_env(wanted.env),
                 "train",
                 wanted.seeds,
                 wanted.max_expert_turns,

@@ -23,7 +23,7 @@ def test_remote_needs_a_url_and_countries_need_capitals():
 
 def test_toml_and_environment(tmp_path, monkeypatch):
     config = tmp_path / "c.toml"
-    config.write_text('[env_gateway.search]\nseed = 3\ntopk = 5\n[retrieval_server]\nfail_every = 2\n')
+    config.write_text("[env_gateway.search]\nseed = 3\ntopk = 5\n[retrieval_server]\nfail_every = 2\n")
     monkeypatch.setenv("TURNOPD_ENV_GATEWAY__SEARCH__MAX_TURNS", "7")
     settings = load_settings(config)
     assert (settings.env_gateway.search.seed, settings.env_gateway.search.topk) == (3, 5)
