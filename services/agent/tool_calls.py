@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from services.agent.action_templates import fill_template
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 TOOL_CALL_OPEN = "<tool_call>"
@@ -216,7 +218,8 @@ def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
     for command in admissible:
         if normalize_action(command) == wanted:
             return command
-    return None
+    # Free-text actions (WebShop's search[<your keywords>]) come back in their canonical spelling.
+    return next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
 
 
 def inadmissible_action_feedback(action: str, admissible: Sequence[str] | None = None) -> str:

@@ -27,6 +27,35 @@ def env_gateway(
     serve(settings.env_gateway, settings.security.resolved_service_token())
 
 
+@app.command("retrieval")
+def retrieval(
+    host: Annotated[str | None, typer.Option(help="Bind address [retrieval_server.host].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [retrieval_server.port].")] = None,
+    corpus: Annotated[
+        Path | None, typer.Option(help="Search-R1 corpus JSONL (default: the search env's encyclopedia).")
+    ] = None,
+    delay_s: Annotated[float | None, typer.Option(help="Failure drill: latency added per request.")] = None,
+    fail_every: Annotated[
+        int | None, typer.Option(help="Failure drill: every N-th request gets 503.")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve Search-R1's POST /retrieve (BM25) for the search env's remote mode, until interrupted."""
+    settings = settings_with(
+        config,
+        retrieval_server={
+            "host": host,
+            "port": port,
+            "corpus": corpus,
+            "delay_s": delay_s,
+            "fail_every": fail_every,
+        },
+    )
+    from services.retrieval_server.app import serve
+
+    serve(settings)
+
+
 @app.command("teacher")
 def teacher(
     model: Annotated[str | None, typer.Option(help="Teacher checkpoint directory [teacher.model].")] = None,

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from services.contracts.base import Contract
 
-EnvName = Literal["alfworld", "textworld"]
+EnvName = Literal["alfworld", "textworld", "search"]
 Split = Literal["train", "valid_unseen"]
 
 # The paper's six household task types (ALFWorld's names without the `_simple`/`_in_recep` tails).

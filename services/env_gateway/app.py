@@ -59,7 +59,7 @@ def create_app(
     app = FastAPI(
         title="TurnOPD env gateway",
         version=API_VERSION,
-        description="Household (ALFWorld) and TextWorld games for rollout workers, one episode at a time.",
+        description="Household (ALFWorld), TextWorld and multi-hop search games for rollout workers, one episode at a time.",
         lifespan=lifespan,
     )
     set_token_provider(app, lambda: token)

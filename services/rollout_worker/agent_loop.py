@@ -28,7 +28,8 @@ import httpx
 from pydantic import ValidationError
 
 from services.agent.chat_format import ChatFormat, Conversation
-from services.agent.tool_calls import ParseFailure, match_admissible, parse_response
+from services.agent.env_protocols import EnvProtocol, env_protocol
+from services.agent.tool_calls import ParseFailure, match_admissible
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
 from services.contracts.rollout import EpisodeFailure, EpisodeTask
 from services.contracts.trajectory import Trajectory, TurnRecord
@@ -71,6 +72,7 @@ class _Episode:
     start: EpisodeStart
     conversation: Conversation
     admissible: list[str]
+    protocol: EnvProtocol
     turns: list[TurnRecord] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     reward: float = 0.0
@@ -193,8 +195,9 @@ async def _open(
             await asyncio.sleep(_BUSY_BACKOFF_S * 2**attempt)
         except _EPISODE_ERRORS as exc:
             return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
-    conversation = chat.start(first_user_message(start))
-    return _Episode(task, start, conversation, list(start.admissible_actions))
+    protocol = env_protocol(task.env)
+    conversation = protocol.chat(chat).start(first_user_message(start, protocol.list_actions))
+    return _Episode(task, start, conversation, list(start.admissible_actions), protocol)
 
 
 async def _play_turn(
@@ -204,11 +207,12 @@ async def _play_turn(
     conversation = episode.conversation
     start, end = conversation.add_response_ids(generation.token_ids)
     episode.logprobs.extend(generation.logprobs)
-    parsed = parse_response(conversation.response_text(generation.token_ids), conversation.chat.tool)
+    listed = episode.protocol.list_actions
+    parsed = episode.protocol.parse(conversation.response_text(generation.token_ids))
     action: str | None = None
     accepted = False
     if isinstance(parsed, ParseFailure):
-        observation = invalid_call_observation(parsed, episode.admissible)
+        observation = invalid_call_observation(parsed, episode.admissible, listed)
     else:
         action = parsed.action
         command = match_admissible(action, episode.admissible)
@@ -216,10 +220,10 @@ async def _play_turn(
         if episode.error is not None:
             return
         if result is None:
-            observation = inadmissible_observation(action, episode.admissible)
+            observation = inadmissible_observation(action, episode.admissible, listed)
         else:
             accepted = True
-            observation = step_observation(result)
+            observation = step_observation(result, listed)
             episode.reward += result.reward
             episode.admissible = list(result.admissible_actions)
             episode.done, episode.won = result.done, result.won

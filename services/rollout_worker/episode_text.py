@@ -17,27 +17,30 @@ from services.contracts.env_gateway import EpisodeStart, StepResult
 TASK_PREFIX = "Your task is to: "
 
 
-def first_user_message(start: EpisodeStart) -> str:
+def first_user_message(start: EpisodeStart, list_actions: bool = True) -> str:
     """The episode's opening observation (it states the task) and the admissible actions.
 
     Backends whose opening text omits the objective get it prepended, as in the paper's example.
+    Envs whose protocol does not list actions (``EnvProtocol.list_actions``) pass False.
     """
-    observation = format_observation(start.observation, start.admissible_actions)
+    observation = format_observation(start.observation, start.admissible_actions if list_actions else None)
     if start.objective.strip() and start.objective.strip() in start.observation:
         return observation
     return task_message(TASK_PREFIX + start.objective.strip(), observation)
 
 
-def step_observation(result: StepResult) -> str:
+def step_observation(result: StepResult, list_actions: bool = True) -> str:
     """The tool's answer to an executed action: the game's text, then the new admissible actions."""
-    return format_observation(result.observation, result.admissible_actions)
+    return format_observation(result.observation, result.admissible_actions if list_actions else None)
 
 
-def invalid_call_observation(failure: ParseFailure, admissible: Sequence[str]) -> str:
+def invalid_call_observation(
+    failure: ParseFailure, admissible: Sequence[str], list_actions: bool = True
+) -> str:
     """The tool's answer to a response that did not parse; the game is unchanged."""
-    return format_observation(failure.feedback, admissible)
+    return format_observation(failure.feedback, admissible if list_actions else None)
 
 
-def inadmissible_observation(action: str, admissible: Sequence[str]) -> str:
+def inadmissible_observation(action: str, admissible: Sequence[str], list_actions: bool = True) -> str:
     """The tool's answer to an action the game would not accept; the game is unchanged."""
-    return inadmissible_action_feedback(action, admissible)
+    return inadmissible_action_feedback(action, admissible if list_actions else None)

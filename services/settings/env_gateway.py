@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from services.settings.search_env import SearchEnvSettings
 from services.settings.section import Section
 
 DEFAULT_TEXTWORLD_CHALLENGES = ("tw-simple", "tw-cooking", "tw-treasure_hunter")
@@ -76,6 +77,7 @@ class EnvGatewaySettings(Section):
     )
     household: HouseholdGenSettings = Field(default_factory=HouseholdGenSettings)
     textworld: TextWorldGenSettings = Field(default_factory=TextWorldGenSettings)
+    search: SearchEnvSettings = Field(default_factory=SearchEnvSettings)
 
     def resolved_cache_dir(self) -> Path:
         """The game cache directory, read from the environment at call time (never at import)."""

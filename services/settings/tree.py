@@ -16,6 +16,7 @@ from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
 from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
+from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.section import Section
 from services.settings.security import SecuritySettings
@@ -154,6 +155,7 @@ class TurnOPDSettings(BaseSettings):
     rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
     sft: SFTSettings = Field(default_factory=SFTSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    retrieval_server: RetrievalServerSettings = Field(default_factory=RetrievalServerSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -7,9 +7,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from services.agent.chat_format import ChatFormat
+from services.agent.env_protocols import env_protocol
+from services.contracts.env_gateway import EnvName
 from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.household.generator import GenerationParams
@@ -65,9 +67,19 @@ async def _catalog_entry(url: str, env: str, token: str | None) -> dict[str, Any
     return info.model_dump(mode="json")
 
 
+def _gateway_env(name: str) -> EnvName:
+    """An env name as the gateway's contracts type it."""
+    for env in get_args(EnvName):
+        if env == name:
+            return env
+    raise InputError(f"unknown env {name!r}; known: {list(get_args(EnvName))}")
+
+
 def _games_description(settings: TurnOPDSettings) -> str:
     """What fixes the games a gateway started from these settings serves (part of the dataset key)."""
     gateway = settings.env_gateway
+    if settings.sft.env == "search":
+        return json.dumps({"search": gateway.search.model_dump(mode="json")}, sort_keys=True)
     data = gateway.resolved_alfworld_data()
     if data is not None:
         return json.dumps({"alfworld_data": str(data)})
@@ -143,7 +155,7 @@ def _collect(
             progress.start(len(wanted.seeds))
             collected = await collect_expert_episodes(
                 client,
-                "alfworld",
+                _gateway_env(wanted.env),
                 "train",
                 wanted.seeds,
                 wanted.max_expert_turns,
@@ -184,8 +196,16 @@ def train_teacher(
     tokenizer = load_tokenizer(sft.base, cache_dir)
     model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
     stage("rendering episodes")
+    protocol = env_protocol(sft.env)
+    chat = protocol.chat(ChatFormat(tokenizer))
     rendered = render_episodes(
-        ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens, sft.think, sft.reject_rate, sft.seed
+        chat,
+        dataset.episodes,
+        sft.max_sequence_tokens,
+        sft.think,
+        sft.reject_rate,
+        sft.seed,
+        protocol=protocol,
     )
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import format_response
+from services.agent.env_protocols import HOUSEHOLD_PROTOCOL, EnvProtocol
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import (
@@ -45,9 +45,12 @@ class RenderedEpisode:
         return mask
 
 
-def expert_response(action: str, thought: str | None = None) -> str:
-    """What the model is taught to answer: the expert's thought (if any), then its tool call."""
-    return format_response(action, thought)
+def expert_response(
+    action: str, thought: str | None = None, protocol: EnvProtocol = HOUSEHOLD_PROTOCOL
+) -> str:
+    """What the model is taught to answer: the expert's thought (if any), then its tool call (or the
+    env's own form of the action)."""
+    return protocol.respond(action, thought)
 
 
 def rejected_attempt(
@@ -69,17 +72,27 @@ def render_episode(
     think: bool = True,
     reject_rate: float = 0.0,
     seed: int = 0,
+    *,
+    protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
-    Only expert turns are supervised. Detour turns (collected) and rejected attempts (inserted here
-    with chance ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered
-    as play renders them (the rejection's feedback is the agent loop's) but are not targets: the
-    model learns what to do after a mistake, never the mistake.
+    ``chat`` must show the protocol's tool and system prompt (``protocol.chat(chat)``), as in play.
+    Thoughts (``think``) and rejected attempts exist for the household protocol only. Only expert
+    turns are supervised. Detour turns (collected) and rejected attempts (inserted here with chance
+    ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered as play
+    renders them (the rejection's feedback is the agent loop's) but are not targets: the model
+    learns what to do after a mistake, never the mistake.
     """
-    thoughts: list[str | None] = list(expert_thoughts(episode)) if think else [None] * len(episode.turns)
+    household = protocol is HOUSEHOLD_PROTOCOL
+    thoughts: list[str | None] = (
+        list(expert_thoughts(episode)) if think and household else [None] * len(episode.turns)
+    )
+    if not household:
+        reject_rate = 0.0
+    listed = protocol.list_actions
     rng = random.Random(f"{seed}:{episode.start.game_id}")
-    conversation = chat.start(first_user_message(episode.start))
+    conversation = chat.start(first_user_message(episode.start, listed))
     last = len(episode.turns) - 1
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
@@ -89,16 +102,16 @@ def render_episode(
         if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
             attempt = rejected_attempt(admissible_seen, location, rng)
         if attempt is not None:
-            conversation.add_response_text(expert_response(attempt, thought))
-            conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1]))
-        span = conversation.add_response_text(expert_response(turn.action, thought))
+            conversation.add_response_text(expert_response(attempt, thought, protocol))
+            conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1], listed))
+        span = conversation.add_response_text(expert_response(turn.action, thought, protocol))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
         if not turn.detour:
             spans.append(span)
         kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
-            conversation.add_observation(step_observation(turn.result))
+            conversation.add_observation(step_observation(turn.result, listed))
         admissible_seen.append(list(turn.result.admissible_actions))
         if turn.action.startswith("go to "):
             location = turn.action.removeprefix("go to ")
@@ -116,5 +129,10 @@ def render_episodes(
     think: bool = True,
     reject_rate: float = 0.0,
     seed: int = 0,
+    *,
+    protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
 ) -> list[RenderedEpisode]:
-    return [render_episode(chat, episode, max_tokens, think, reject_rate, seed) for episode in episodes]
+    return [
+        render_episode(chat, episode, max_tokens, think, reject_rate, seed, protocol=protocol)
+        for episode in episodes
+    ]

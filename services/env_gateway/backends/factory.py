@@ -5,6 +5,7 @@ from typing import get_args
 from services.contracts.env_gateway import EnvName
 from services.env_gateway.backends.alfworld import AlfworldBackend
 from services.env_gateway.backends.base import EnvBackend
+from services.env_gateway.backends.search import SearchBackend
 from services.env_gateway.backends.textworld_games import TextWorldBackend
 from services.settings.env_gateway import EnvGatewaySettings
 
@@ -18,5 +19,7 @@ def make_backend(name: EnvName, settings: EnvGatewaySettings) -> EnvBackend:
             return AlfworldBackend(settings)
         case "textworld":
             return TextWorldBackend(settings.textworld, settings.resolved_cache_dir())
+        case "search":
+            return SearchBackend(settings.search, settings.resolved_cache_dir())
         case _:
             raise ValueError(f"unknown env {name!r}; known: {list(ENV_NAMES)}")

@@ -1,0 +1,62 @@
+"""Per-env agent protocol: which tool and system prompt the chat shows, how responses parse into
+gateway actions, how an expert action is written as a response, and whether observations list
+the admissible actions.
+
+Household envs (alfworld, textworld) use the one-tool ``alfworld_step`` protocol of
+``tool_calls``; the `search` env uses ``search_protocol``.
+
+Pure module.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from services.agent.chat_format import ALFWORLD_SYSTEM_PROMPT, ChatFormat
+from services.agent.search_protocol import (
+    SEARCH_SYSTEM_PROMPT,
+    SEARCH_TOOL,
+    format_search_response,
+    parse_search_response,
+)
+from services.agent.tool_calls import ALFWORLD_STEP, ParseResult, ToolSpec, format_response, parse_response
+
+
+@dataclass(frozen=True)
+class EnvProtocol:
+    tool: ToolSpec
+    system_prompt: str
+    parse: Callable[[str], ParseResult]
+    respond: Callable[[str, str | None], str]
+    list_actions: bool
+
+    def chat(self, base: ChatFormat) -> ChatFormat:
+        """``base`` (its tokenizer) showing this protocol's tool and system prompt."""
+        return replace(base, tool=self.tool, system_prompt=self.system_prompt)
+
+
+HOUSEHOLD_PROTOCOL = EnvProtocol(
+    tool=ALFWORLD_STEP,
+    system_prompt=ALFWORLD_SYSTEM_PROMPT,
+    parse=lambda text: parse_response(text, ALFWORLD_STEP),
+    respond=lambda action, thought: format_response(action, thought, ALFWORLD_STEP),
+    list_actions=True,
+)
+# Search observations are passages; the two action forms are in the prompt, not listed each turn.
+SEARCH_PROTOCOL = EnvProtocol(
+    tool=SEARCH_TOOL,
+    system_prompt=SEARCH_SYSTEM_PROMPT,
+    parse=parse_search_response,
+    respond=format_search_response,
+    list_actions=False,
+)
+
+
+def env_protocol(env: str) -> EnvProtocol:
+    """The protocol of an env backend by name."""
+    match env:
+        case "search":
+            return SEARCH_PROTOCOL
+        case "alfworld" | "textworld":
+            return HOUSEHOLD_PROTOCOL
+        case _:
+            raise ValueError(f"no agent protocol for env {env!r}")
