@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from services.agent.action_templates import fill_template
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 TOOL_CALL_OPEN = "<tool_call>"
@@ -83,6 +85,17 @@ ALFWORLD_STEP = ToolSpec(
         "A household command, e.g. 'go to countertop 1', 'take mug 1 from countertop 1', "
         "'put mug 1 in/on coffeemachine 1', 'open fridge 1', 'clean mug 1 with sinkbasin 1', "
         "'examine mug 1', 'inventory', 'look'."
+    ),
+)
+
+WEBSHOP_STEP = ToolSpec(
+    name="webshop_step",
+    description="Act on the shopping website and return the new page with its available actions.",
+    argument="action",
+    argument_description=(
+        "'search[<keywords>]' while the search bar is shown, or 'click[<button>]' for a button on the "
+        "page, e.g. 'search[long lasting deodorant]', 'click[B0EXAMPLE1]', 'click[x-large]', "
+        "'click[Buy Now]'."
     ),
 )
 
@@ -216,7 +229,8 @@ def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
     for command in admissible:
         if normalize_action(command) == wanted:
             return command
-    return None
+    # Free-text actions (WebShop's search[<your keywords>]) come back in their canonical spelling.
+    return next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
 
 
 def inadmissible_action_feedback(action: str, admissible: Sequence[str] | None = None) -> str:

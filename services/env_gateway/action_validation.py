@@ -4,6 +4,7 @@ commands; otherwise the rejection says what is wrong with it, and the game never
 import difflib
 from collections.abc import Sequence
 
+from services.agent.action_templates import fill_template
 from services.env_gateway.episode_errors import ActionRejectedError
 
 _MAX_LISTED = 60
@@ -20,6 +21,9 @@ def check_action(action: str, admissible: Sequence[str]) -> str:
     for command in admissible:
         if normalise(command) == wanted:
             return command
+    filled = next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
+    if filled is not None:
+        return filled
     problems = rejection_problems(wanted, admissible)
     listed = ", ".join(repr(c) for c in admissible[:_MAX_LISTED])
     more = f" (and {len(admissible) - _MAX_LISTED} more)" if len(admissible) > _MAX_LISTED else ""
@@ -59,4 +63,4 @@ def _verb(command: str) -> str:
     words = command.split()
     if len(words) >= 2 and words[0] == "go" and words[1] == "to":
         return "go to"
-    return words[0] if words else ""
+    return words[0].split("[", 1)[0] if words else ""  # 'click[Buy Now]' -> 'click'

@@ -28,6 +28,7 @@ import httpx
 from pydantic import ValidationError
 
 from services.agent.chat_format import ChatFormat, Conversation
+from services.agent.env_profiles import chat_for_env
 from services.agent.tool_calls import ParseFailure, match_admissible, parse_response
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
 from services.contracts.rollout import EpisodeFailure, EpisodeTask
@@ -193,7 +194,7 @@ async def _open(
             await asyncio.sleep(_BUSY_BACKOFF_S * 2**attempt)
         except _EPISODE_ERRORS as exc:
             return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
-    conversation = chat.start(first_user_message(start))
+    conversation = chat_for_env(chat, task.env).start(first_user_message(start))
     return _Episode(task, start, conversation, list(start.admissible_actions))
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from services.settings.section import Section
+from services.settings.webshop import WebShopSettings
 
 DEFAULT_TEXTWORLD_CHALLENGES = ("tw-simple", "tw-cooking", "tw-treasure_hunter")
 
@@ -71,6 +72,7 @@ class EnvGatewaySettings(Section):
     )
     household: HouseholdGenSettings = Field(default_factory=HouseholdGenSettings)
     textworld: TextWorldGenSettings = Field(default_factory=TextWorldGenSettings)
+    webshop: WebShopSettings = Field(default_factory=WebShopSettings)
 
     def resolved_cache_dir(self) -> Path:
         """The game cache directory, read from the environment at call time (never at import)."""

@@ -18,7 +18,7 @@ class SFTSettings(Section):
     )
     seed: int = Field(0, ge=0, description="Seed of the expert games, the data order and the run.")
     episodes: int = Field(600, ge=1, le=100_000, description="Expert episodes collected on the train split.")
-    env: Literal["alfworld"] = Field("alfworld", description="Env backend the expert plays.")
+    env: Literal["alfworld", "webshop"] = Field("alfworld", description="Env backend the expert plays.")
     split: Literal["train"] = Field("train", description="Game pool the expert plays (never valid_unseen).")
     max_expert_turns: int = Field(
         60, ge=1, le=500, description="Expert episodes longer than this are dropped as failed."

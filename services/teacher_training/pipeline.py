@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from services.agent.chat_format import ChatFormat
+from services.agent.env_profiles import chat_for_env
+from services.contracts.env_gateway import EnvName, Split
 from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.household.generator import GenerationParams
@@ -68,6 +70,9 @@ async def _catalog_entry(url: str, env: str) -> dict[str, Any]:
 def _games_description(settings: TurnOPDSettings) -> str:
     """What fixes the games a gateway started from these settings serves (part of the dataset key)."""
     gateway = settings.env_gateway
+    if settings.sft.env == "webshop":
+        shop = gateway.webshop.model_dump(include={"catalogue_seed", "products", "goals_eval", "goals_train"})
+        return json.dumps({"webshop": shop, "remote_url": gateway.webshop.remote_url}, sort_keys=True)
     data = gateway.resolved_alfworld_data()
     if data is not None:
         return json.dumps({"alfworld_data": str(data)})
@@ -119,23 +124,30 @@ def expert_dataset(
     if url is None:
         progress.stage("starting the env gateway")
         with LocalGateway(config, workers=settings.env_gateway.workers) as gateway:
-            info, episodes = _collect(gateway.url, wanted, sft.collect_concurrency, progress)
+            info, episodes = _collect(
+                gateway.url, wanted, sft.env, sft.split, sft.collect_concurrency, progress
+            )
     else:
-        info, episodes = _collect(url, wanted, sft.collect_concurrency, progress)
+        info, episodes = _collect(url, wanted, sft.env, sft.split, sft.collect_concurrency, progress)
     save_dataset(directory, info, episodes)
     return ExpertDataset(info, episodes, directory, cached=False)
 
 
 def _collect(
-    url: str, wanted: ExpertDatasetInfo, concurrency: int, progress: CollectProgress
+    url: str,
+    wanted: ExpertDatasetInfo,
+    env: EnvName,
+    split: Split,
+    concurrency: int,
+    progress: CollectProgress,
 ) -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
     async def run() -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
         async with EnvGatewayClient(url) as client:
             progress.start(len(wanted.seeds))
             collected = await collect_expert_episodes(
                 client,
-                "alfworld",
-                "train",
+                env,
+                split,
                 wanted.seeds,
                 wanted.max_expert_turns,
                 concurrency,
@@ -174,7 +186,8 @@ def train_teacher(
     tokenizer = load_tokenizer(sft.base, cache_dir)
     model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
     stage("rendering episodes")
-    rendered = render_episodes(ChatFormat(tokenizer), dataset.episodes, sft.max_sequence_tokens)
+    chat = chat_for_env(ChatFormat(tokenizer), dataset.info.env)
+    rendered = render_episodes(chat, dataset.episodes, sft.max_sequence_tokens)
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)
     stage(f"saving {sft.out}")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import format_response
+from services.agent.tool_calls import ALFWORLD_STEP, ToolSpec, format_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
@@ -38,9 +38,9 @@ class RenderedEpisode:
         return mask
 
 
-def expert_response(action: str) -> str:
+def expert_response(action: str, tool: ToolSpec = ALFWORLD_STEP) -> str:
     """What the model is taught to answer: the tool call of the expert's action."""
-    return format_response(action)
+    return format_response(action, tool=tool)
 
 
 def render_episode(
@@ -51,7 +51,7 @@ def render_episode(
     last = len(episode.turns) - 1
     kept_length, kept_spans = len(conversation), 0
     for index, turn in enumerate(episode.turns):
-        conversation.add_response_text(expert_response(turn.action))
+        conversation.add_response_text(expert_response(turn.action, chat.tool))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
         kept_length, kept_spans = len(conversation), conversation.num_turns

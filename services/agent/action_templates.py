@@ -1,0 +1,29 @@
+"""Admissible actions with a free-text slot, such as WebShop's ``search[<your keywords>]``.
+
+An admissible action of the form ``verb[<placeholder>]`` (a lower-case placeholder right after
+``<``) stands for every ``verb[...]`` with non-empty text: ``search[red running shoes]`` is
+admissible when ``search[<your keywords>]`` is listed. Buttons such as ``click[< Prev]`` or
+``click[Next >]`` are not templates. Pure module: standard library only.
+"""
+
+import re
+
+_TEMPLATE = re.compile(r"^\s*([a-z_]+)\[<[a-z][a-z ]*>\]\s*$", re.IGNORECASE)
+
+
+def template_verb(command: str) -> str | None:
+    """The verb of a template action (``search`` for ``search[<your keywords>]``), else None."""
+    match = _TEMPLATE.match(command)
+    return match.group(1).lower() if match else None
+
+
+def fill_template(action: str, command: str) -> str | None:
+    """``action`` spelled canonically (``verb[text]``, spaces collapsed) if the template admits it."""
+    verb = template_verb(command)
+    if verb is None:
+        return None
+    match = re.match(rf"^\s*{verb}\s*\[(.*)\]\s*$", action, re.IGNORECASE | re.DOTALL)
+    if match is None:
+        return None
+    text = " ".join(match.group(1).split())
+    return f"{verb}[{text}]" if text else None
