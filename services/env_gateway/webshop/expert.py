@@ -133,7 +133,7 @@ class ShopExpert:
     def next_action(self, observation: str, admissible: Sequence[str]) -> str | None:
         """The expert's action on this page (one of ``admissible``), or None when nothing is left."""
         buttons = clicks(admissible)
-        self._page = _page_kind(admissible, buttons)
+        self._page = _page_kind(observation, admissible, buttons)
         match self._page:
             case "search":
                 return f"search[{self.reading.keywords}]"
@@ -178,12 +178,12 @@ class ShopExpert:
         return pages.BUY_NOW
 
 
-def _page_kind(admissible: Sequence[str], buttons: list[str]) -> str:
+def _page_kind(observation: str, admissible: Sequence[str], buttons: list[str]) -> str:
     if any(a.strip().lower().startswith("search[") for a in admissible):
         return "search"
     if _has(buttons, pages.BUY_NOW):
         return "item"
-    if any(_ASIN.match(b) for b in buttons):
+    if any(_ASIN.match(b) for b in buttons) or _PAGE.search(observation):
         return "results"
     if _has(buttons, pages.PREV_PAGE):
         return "detail"

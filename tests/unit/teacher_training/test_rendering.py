@@ -4,7 +4,8 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import ParsedAction, format_tool_call, parse_response
+from services.agent.env_profiles import chat_for_env
+from services.agent.tool_calls import WEBSHOP_STEP, ParsedAction, format_tool_call, parse_response
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
@@ -75,3 +76,12 @@ def test_an_unfinished_episode_renders_every_turn_it_has(chat: ChatFormat):
         format_tool_call(SCRIPT[0][0]) + "<|im_end|>",
         format_tool_call(SCRIPT[1][0]) + "<|im_end|>",
     ]
+
+
+def test_a_webshop_chat_teaches_the_webshop_tool(chat: ChatFormat, episode: ExpertEpisode):
+    shop_chat = chat_for_env(chat, "webshop")
+    rendered = render_episode(shop_chat, episode)
+    start, end = rendered.response_spans[0]
+    text = decode(chat, rendered.token_ids[start:end])
+    assert text == format_tool_call(episode.turns[0].action, WEBSHOP_STEP) + "<|im_end|>"
+    assert "webshop_step" in decode(chat, rendered.token_ids[:start])
