@@ -18,7 +18,9 @@ from services.settings.env_gateway import EnvGatewaySettings
 app = typer.Typer(help="Game pools of the env gateway.", no_args_is_help=True)
 R = TypeVar("R")
 
-EnvOption = Annotated[list[str] | None, typer.Option("--env", help="alfworld, textworld, webshop (default: all).")]
+EnvOption = Annotated[
+    list[str] | None, typer.Option("--env", help="alfworld, textworld, webshop (default: all).")
+]
 SplitOption = Annotated[
     list[str] | None, typer.Option("--split", help="train, valid_unseen (default: both).")
 ]
