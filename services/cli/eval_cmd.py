@@ -38,7 +38,7 @@ def eval_(
     model: Annotated[
         str, typer.Option(help="Checkpoint: 'teacher', 'student', another zoo name, or a path.")
     ],
-    env: Annotated[str, typer.Option(help="Env backend.")] = "alfworld",
+    env: Annotated[str | None, typer.Option(help="Env backend [rollout.env].")] = None,
     split: Annotated[str, typer.Option(help="Game split.")] = "valid_unseen",
     episodes: Annotated[int, typer.Option(min=1, help="Games to play (task types round-robin).")] = 30,
     n: Annotated[int | None, typer.Option(min=1, help="Samples per game [eval.val_n].")] = None,
@@ -76,7 +76,7 @@ def eval_(
     resolve_model_dir(model, settings.models.cache_dir)  # one-line error before anything starts
     spec = EvalSpec(
         model=model,
-        env=env,
+        env=env or settings.rollout.env,
         split=split,
         episodes=episodes,
         n=settings.eval.val_n,
