@@ -106,6 +106,7 @@ async def _error(request: Request, exc: TurnOPDError) -> JSONResponse:
 def serve_webshop(settings: EnvGatewaySettings) -> None:
     """Generate (or load) the shop, then serve it until interrupted."""
     ws = settings.webshop
-    envs = ShopEnvs(load_shop(ws, settings.resolved_cache_dir()), ws.server_max_envs)
-    envs.shop.engine  # index before the first request  # noqa: B018
+    shop = load_shop(ws, settings.resolved_cache_dir())
+    shop.build_index()
+    envs = ShopEnvs(shop, ws.server_max_envs)
     uvicorn.run(create_app(envs), host=ws.server_host, port=ws.server_port, log_level="warning")

@@ -52,6 +52,10 @@ class Shop:
     def engine(self) -> SearchEngine:
         return SearchEngine([product_document(p) for p in self.catalogue.products])
 
+    def build_index(self) -> None:
+        """Index the catalogue now (otherwise the first search does)."""
+        _ = self.engine
+
     def search(self, keywords: str) -> list[Product]:
         return [self.catalogue.products[i] for i in self.engine.search(keywords, self.max_results)]
 

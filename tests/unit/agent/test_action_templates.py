@@ -2,8 +2,9 @@
 
 import pytest
 
-from services.agent.action_templates import fill_template, template_verb
+from services.agent.action_templates import MAX_ACTION_CHARS, fill_template, template_verb
 from services.agent.tool_calls import WEBSHOP_STEP, format_response, match_admissible, parse_response
+from services.contracts.env_gateway import StepRequest
 from services.env_gateway.action_validation import check_action
 from services.env_gateway.episode_errors import ActionRejectedError
 
@@ -56,3 +57,11 @@ def test_webshop_tool_calls_round_trip():
     assert '"name": "webshop_step"' in text
     parsed = parse_response(text, WEBSHOP_STEP)
     assert parsed.action == "click[< Prev]" and parsed.thought == "Wrong colour."  # type: ignore[union-attr]
+
+
+def test_a_search_longer_than_the_gateway_takes_is_not_admissible():
+    longest = "search[" + "x" * (MAX_ACTION_CHARS - len("search[]")) + "]"
+    assert fill_template(longest, SEARCH_PAGE[0]) == longest
+    assert StepRequest(action=longest).action == longest
+    assert fill_template(longest.replace("x", "xy", 1), SEARCH_PAGE[0]) is None
+    assert match_admissible(longest.replace("x", "xy", 1), SEARCH_PAGE) is None

@@ -21,3 +21,12 @@ def test_serve_teacher_rejects_bad_options(cli, tmp_path):
 def test_serve_help_lists_teacher(cli):
     result = cli("serve", "--help")
     assert result.code == 0 and "teacher" in result.out
+
+
+def test_serve_webshop_is_registered_and_checks_its_options(cli, tmp_path):
+    result = cli("serve", "webshop", "--help")
+    assert result.code == 0 and "--max-envs" in result.out and "agentenv_webshop" in result.out
+    config = tmp_path / "c.toml"
+    config.write_text("[env_gateway.webshop]\nproducts = 5\n")
+    result = cli("serve", "webshop", "--config", config)
+    assert result.code == 2 and "env_gateway.webshop.products" in result.err
