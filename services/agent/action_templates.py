@@ -9,6 +9,8 @@ admissible when ``search[<your keywords>]`` is listed. Buttons such as ``click[<
 import re
 
 _TEMPLATE = re.compile(r"^\s*([a-z_]+)\[<[a-z][a-z ]*>\]\s*$", re.IGNORECASE)
+# The env gateway's limit on one action (StepRequest.action); longer text is not admissible.
+MAX_ACTION_CHARS = 512
 
 
 def template_verb(command: str) -> str | None:
@@ -26,4 +28,5 @@ def fill_template(action: str, command: str) -> str | None:
     if match is None:
         return None
     text = " ".join(match.group(1).split())
-    return f"{verb}[{text}]" if text else None
+    filled = f"{verb}[{text}]"
+    return filled if text and len(filled) <= MAX_ACTION_CHARS else None

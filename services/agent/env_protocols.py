@@ -18,7 +18,14 @@ from services.agent.search_protocol import (
     format_search_response,
     parse_search_response,
 )
-from services.agent.tool_calls import ALFWORLD_STEP, ParseResult, ToolSpec, format_response, parse_response
+from services.agent.tool_calls import (
+    ALFWORLD_STEP,
+    WEBSHOP_STEP,
+    ParseResult,
+    ToolSpec,
+    format_response,
+    parse_response,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,20 @@ SEARCH_PROTOCOL = EnvProtocol(
     respond=format_search_response,
     list_actions=False,
 )
+WEBSHOP_SYSTEM_PROMPT = (
+    "You are an AI agent shopping on a website with the webshop_step tool. Find the product the "
+    "instruction asks for (type, attributes, options, price): search[<keywords>] on the search page, "
+    "click[<button>] to open a product, choose its options and finally click[Buy Now]. Think step by "
+    "step inside <think></think>, then call the tool exactly once per turn."
+)
+# WebShop pages list their clickable buttons; the admissible actions are listed as for household games.
+WEBSHOP_PROTOCOL = EnvProtocol(
+    tool=WEBSHOP_STEP,
+    system_prompt=WEBSHOP_SYSTEM_PROMPT,
+    parse=lambda text: parse_response(text, WEBSHOP_STEP),
+    respond=lambda action, thought: format_response(action, thought, WEBSHOP_STEP),
+    list_actions=True,
+)
 
 
 def env_protocol(env: str) -> EnvProtocol:
@@ -56,6 +77,8 @@ def env_protocol(env: str) -> EnvProtocol:
     match env:
         case "search":
             return SEARCH_PROTOCOL
+        case "webshop":
+            return WEBSHOP_PROTOCOL
         case "alfworld" | "textworld":
             return HOUSEHOLD_PROTOCOL
         case _:

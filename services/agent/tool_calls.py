@@ -88,6 +88,17 @@ ALFWORLD_STEP = ToolSpec(
     ),
 )
 
+WEBSHOP_STEP = ToolSpec(
+    name="webshop_step",
+    description="Act on the shopping website and return the new page with its available actions.",
+    argument="action",
+    argument_description=(
+        "'search[<keywords>]' while the search bar is shown, or 'click[<button>]' for a button on the "
+        "page, e.g. 'search[long lasting deodorant]', 'click[B0EXAMPLE1]', 'click[x-large]', "
+        "'click[Buy Now]'."
+    ),
+)
+
 
 @dataclass(frozen=True)
 class ParsedAction:

@@ -19,7 +19,7 @@ app = typer.Typer(help="Game pools of the env gateway.", no_args_is_help=True)
 R = TypeVar("R")
 
 EnvOption = Annotated[
-    list[str] | None, typer.Option("--env", help="alfworld, textworld, search (default: all).")
+    list[str] | None, typer.Option("--env", help="alfworld, textworld, search, webshop (default: all).")
 ]
 SplitOption = Annotated[
     list[str] | None, typer.Option("--split", help="train, valid_unseen (default: both).")

@@ -38,7 +38,7 @@ def eval_(
     model: Annotated[
         str, typer.Option(help="Checkpoint: 'teacher', 'student', another zoo name, or a path.")
     ],
-    env: Annotated[str, typer.Option(help="Env backend.")] = "alfworld",
+    env: Annotated[str | None, typer.Option(help="Env backend [rollout.env].")] = None,
     split: Annotated[str, typer.Option(help="Game split.")] = "valid_unseen",
     episodes: Annotated[int, typer.Option(min=1, help="Games to play (task types round-robin).")] = 30,
     n: Annotated[int | None, typer.Option(min=1, help="Samples per game [eval.val_n].")] = None,
@@ -76,7 +76,7 @@ def eval_(
     resolve_model_dir(model, settings.models.cache_dir)  # one-line error before anything starts
     spec = EvalSpec(
         model=model,
-        env=env,
+        env=env or settings.rollout.env,
         split=split,
         episodes=episodes,
         n=settings.eval.val_n,
@@ -99,14 +99,24 @@ def eval_(
 
 
 def report_table(report: EvalReport) -> Table:
-    """The paper's category table: one row per task type, then the overall scores."""
+    """The paper's category table: one row per task type (webshop: per category), then the overall scores."""
     table = Table(
         title=f"{report.model} on {report.env}/{report.split}: {report.overall.tasks} games x n={report.n}, "
         f"T={report.temperature:g}, max {report.max_turns} turns, seed {report.seed}",
         caption=f"weights v{report.weights_version}; {report.truncated_episodes} episodes truncated; "
         f"{report.generated_tokens:,} tokens in {report.wall_s:.0f}s",
     )
-    for name in ("task type", "", "games", "episodes", "success", f"Avg@{report.n}", f"Pass@{report.n}"):
+    headers = (
+        "task type",
+        "",
+        "games",
+        "episodes",
+        "success",
+        f"Avg@{report.n}",
+        f"Pass@{report.n}",
+        "reward",
+    )
+    for name in headers:
         table.add_column(name, justify="left" if name in ("task type", "") else "right", no_wrap=True)
     table.add_column("turns", justify="right")
     table.add_column("failed", justify="right")
@@ -124,6 +134,7 @@ def _cells(score: TaskTypeScore) -> list[str]:
         f"{100 * score.success_rate:.1f}%",
         f"{100 * score.avg_at_n:.1f}",
         f"{100 * score.pass_at_n:.1f}",
+        f"{score.mean_reward:.3f}",
         f"{score.mean_turns:.1f}",
         str(score.failed_episodes),
     ]

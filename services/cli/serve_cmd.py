@@ -56,6 +56,24 @@ def retrieval(
     serve(settings)
 
 
+@app.command("webshop")
+def webshop(
+    host: Annotated[str | None, typer.Option(help="Bind address [env_gateway.webshop.server_host].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [env_gateway.webshop.server_port].")] = None,
+    max_envs: Annotated[
+        int | None, typer.Option(min=1, help="Open envs before /create answers 503 [server_max_envs].")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the generated shop over AgentGym's agentenv_webshop HTTP protocol until interrupted."""
+    given = {"server_host": host, "server_port": port, "server_max_envs": max_envs}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    settings = settings_with(config, env_gateway={"webshop": overrides} if overrides else {})
+    from services.env_gateway.webshop_server import serve_webshop
+
+    serve_webshop(settings.env_gateway)
+
+
 @app.command("teacher")
 def teacher(
     model: Annotated[str | None, typer.Option(help="Teacher checkpoint directory [teacher.model].")] = None,

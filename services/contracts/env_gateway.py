@@ -6,7 +6,7 @@ from pydantic import Field
 
 from services.contracts.base import Contract
 
-EnvName = Literal["alfworld", "textworld", "search"]
+EnvName = Literal["alfworld", "textworld", "search", "webshop"]
 Split = Literal["train", "valid_unseen"]
 
 # The paper's six household task types (ALFWorld's names without the `_simple`/`_in_recep` tails).
@@ -58,7 +58,9 @@ class StepResult(Contract):
 
     # env_gateway -> rollout_worker
     observation: str = Field(description="The game's feedback to the action.")
-    reward: float = Field(description="Binary: 1.0 on the step that completes the goal, else 0.0.")
+    reward: float = Field(
+        description="1.0 on the step that completes the goal, else 0.0; webshop: the purchase score in [0, 1]."
+    )
     done: bool = Field(description="The episode is over; further steps are refused with 409.")
     won: bool = Field(description="The goal is completed.")
     admissible_actions: list[str] = Field(description="Actions the game accepts now, sorted.")

@@ -88,6 +88,9 @@ class TaskTypeScore(Contract):
     avg_at_n: Probability = Field(description="Mean over games of the mean success of their n samples.")
     pass_at_n: Probability = Field(description="Share of games won by at least one of their n samples.")
     mean_turns: FiniteFloat = Field(ge=0.0, description="Mean turns per played episode.")
+    mean_reward: FiniteFloat = Field(
+        description="Mean episode reward (failed episodes count 0); webshop: the mean purchase score."
+    )
 
 
 class EvalReport(Contract):
@@ -105,6 +108,7 @@ class EvalReport(Contract):
     success_rate: Probability
     avg_at_n: Probability
     pass_at_n: Probability
+    mean_reward: FiniteFloat = Field(description="Mean episode reward; success is a reward of 1.")
     episodes: NonNegInt
     failed_episodes: NonNegInt
     truncated_episodes: NonNegInt = Field(description="Episodes stopped by the turn cap or the context size.")

@@ -6,7 +6,8 @@ derived from the eval seed, and ``n`` samples of each game. Scores (per task typ
 * ``success_rate``: episodes won / episodes played (an episode that failed to play counts as lost,
   and is reported in ``failed_episodes``);
 * ``avg_at_n`` (the paper's Avg@n): mean over games of the mean success of their n samples;
-* ``pass_at_n``: share of games won by at least one sample.
+* ``pass_at_n``: share of games won by at least one sample;
+* ``mean_reward``: mean episode reward (webshop's dense purchase score; a failed episode counts 0).
 """
 
 from collections.abc import Sequence
@@ -60,6 +61,7 @@ class EpisodeScore:
     success: bool
     turns: int
     truncated: bool
+    reward: float = 0.0
 
 
 def episode_scores(tasks: Sequence[EpisodeTask], result: RolloutResult) -> list[EpisodeScore]:
@@ -81,7 +83,9 @@ def episode_scores(tasks: Sequence[EpisodeTask], result: RolloutResult) -> list[
         else:
             turns = len(trajectory.turns)
             scores.append(
-                EpisodeScore(game, task_type, True, trajectory.success, turns, trajectory.truncated)
+                EpisodeScore(
+                    game, task_type, True, trajectory.success, turns, trajectory.truncated, trajectory.reward
+                )
             )
     return scores
 
@@ -102,6 +106,7 @@ def score(episodes: Sequence[EpisodeScore]) -> TaskTypeScore:
         avg_at_n=sum(sum(s) / len(s) for s in games.values()) / len(games) if games else 0.0,
         pass_at_n=sum(any(s) for s in games.values()) / len(games) if games else 0.0,
         mean_turns=sum(e.turns for e in played) / len(played) if played else 0.0,
+        mean_reward=sum(e.reward for e in episodes) / len(episodes) if episodes else 0.0,
     )
 
 
@@ -135,6 +140,7 @@ def eval_report(
         success_rate=overall.success_rate,
         avg_at_n=overall.avg_at_n,
         pass_at_n=overall.pass_at_n,
+        mean_reward=overall.mean_reward,
         episodes=overall.episodes,
         failed_episodes=overall.failed_episodes,
         truncated_episodes=sum(e.truncated for e in episodes),

@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 
 from services.settings.search_env import SearchEnvSettings
 from services.settings.section import Section
+from services.settings.webshop import WebShopSettings
 
 DEFAULT_TEXTWORLD_CHALLENGES = ("tw-simple", "tw-cooking", "tw-treasure_hunter")
 
@@ -78,6 +79,7 @@ class EnvGatewaySettings(Section):
     household: HouseholdGenSettings = Field(default_factory=HouseholdGenSettings)
     textworld: TextWorldGenSettings = Field(default_factory=TextWorldGenSettings)
     search: SearchEnvSettings = Field(default_factory=SearchEnvSettings)
+    webshop: WebShopSettings = Field(default_factory=WebShopSettings)
 
     def resolved_cache_dir(self) -> Path:
         """The game cache directory, read from the environment at call time (never at import)."""

@@ -18,7 +18,9 @@ class SFTSettings(Section):
     )
     seed: int = Field(0, ge=0, description="Seed of the expert games, the data order and the run.")
     episodes: int = Field(600, ge=1, le=100_000, description="Expert episodes collected on the train split.")
-    env: Literal["alfworld", "search"] = Field("alfworld", description="Env backend the expert plays.")
+    env: Literal["alfworld", "search", "webshop"] = Field(
+        "alfworld", description="Env backend the expert plays."
+    )
     split: Literal["train"] = Field("train", description="Game pool the expert plays (never valid_unseen).")
     max_expert_turns: int = Field(
         60, ge=1, le=500, description="Expert episodes longer than this are dropped as failed."
@@ -30,14 +32,15 @@ class SFTSettings(Section):
         0.15,
         ge=0.0,
         lt=1.0,
-        description="Chance per expert turn of a random detour first (recovery demonstrations; 0: none).",
+        description="Chance per expert turn of a random detour first (recovery demonstrations, household "
+        "games only; 0: none).",
     )
     reject_rate: float = Field(
         0.1,
         ge=0.0,
         lt=1.0,
         description="Chance per expert turn of a rejected, inadmissible attempt first (rendered with the "
-        "agent loop's feedback; never a training target).",
+        "agent loop's feedback; never a training target; household games only).",
     )
     collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
     epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")

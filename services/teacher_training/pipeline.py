@@ -80,6 +80,9 @@ def _games_description(settings: TurnOPDSettings) -> str:
     gateway = settings.env_gateway
     if settings.sft.env == "search":
         return json.dumps({"search": gateway.search.model_dump(mode="json")}, sort_keys=True)
+    if settings.sft.env == "webshop":
+        shop = gateway.webshop.model_dump(include={"catalogue_seed", "products", "goals_eval", "goals_train"})
+        return json.dumps({"webshop": shop, "remote_url": gateway.webshop.remote_url}, sort_keys=True)
     data = gateway.resolved_alfworld_data()
     if data is not None:
         return json.dumps({"alfworld_data": str(data)})
@@ -115,7 +118,7 @@ def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
         seeds=episode_seeds(sft.seed, sft.episodes),
         games=games,
         max_expert_turns=sft.max_expert_turns,
-        detour_rate=sft.detour_rate,
+        detour_rate=sft.detour_rate if sft.env == "alfworld" else 0.0,  # household games only
         episodes=0,
         dropped=0,
     )

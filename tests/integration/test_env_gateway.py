@@ -163,7 +163,7 @@ def test_bad_input_gets_its_4xx_and_leaves_other_episodes_untouched(gateway):
                 ("extra field", "POST", f"/v1/episodes/{vid}/step", b'{"action": "look", "x": 1}'),
                 ("wrong type", "POST", f"/v1/episodes/{vid}/step", b'{"action": 3}'),
                 ("empty action", "POST", f"/v1/episodes/{vid}/step", b'{"action": ""}'),
-                ("unknown env", "POST", "/v1/episodes", b'{"env": "webshop", "split": "train"}'),
+                ("unknown env", "POST", "/v1/episodes", b'{"env": "minecraft", "split": "train"}'),
                 ("unknown split", "POST", "/v1/episodes", b'{"env": "alfworld", "split": "test"}'),
                 (
                     "negative seed",

@@ -68,7 +68,7 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
         assert health.status == "ok" and health.workers == 2 and len(set(health.worker_pids)) == 2
         assert all(won for _, won in runs)
         assert {episode_id.split("-")[0] for episode_id, _ in runs} == {"s0", "s1"}
-        assert {"alfworld", "textworld", "search"} <= {env.name for env in catalog.envs}
+        assert {"alfworld", "textworld", "search", "webshop"} <= {env.name for env in catalog.envs}
         metrics = httpx.get(f"{url}/metrics").text
         assert 'turnopd_env_steps_total{env="alfworld",shard="0"}' in metrics
         assert 'turnopd_env_steps_total{env="alfworld",shard="1"}' in metrics

@@ -7,6 +7,7 @@ from services.env_gateway.backends.alfworld import AlfworldBackend
 from services.env_gateway.backends.base import EnvBackend
 from services.env_gateway.backends.search import SearchBackend
 from services.env_gateway.backends.textworld_games import TextWorldBackend
+from services.env_gateway.backends.webshop import WebShopBackend
 from services.settings.env_gateway import EnvGatewaySettings
 
 ENV_NAMES: tuple[EnvName, ...] = get_args(EnvName)
@@ -21,5 +22,7 @@ def make_backend(name: EnvName, settings: EnvGatewaySettings) -> EnvBackend:
             return TextWorldBackend(settings.textworld, settings.resolved_cache_dir())
         case "search":
             return SearchBackend(settings.search, settings.resolved_cache_dir())
+        case "webshop":
+            return WebShopBackend(settings)
         case _:
             raise ValueError(f"unknown env {name!r}; known: {list(ENV_NAMES)}")

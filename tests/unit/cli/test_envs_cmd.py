@@ -45,8 +45,8 @@ def test_check_expert_reports_wins_per_task_type(cli, tmp_path):
 
 
 def test_unknown_env_is_one_line_error(cli, tmp_path):
-    result = cli("envs", "build", "--env", "webshop", "--config", write_config(tmp_path))
-    assert result.code == 2 and "unknown env ['webshop']" in result.err
+    result = cli("envs", "build", "--env", "minecraft", "--config", write_config(tmp_path))
+    assert result.code == 2 and "unknown env ['minecraft']" in result.err
 
 
 def test_serve_env_gateway_is_registered(cli):

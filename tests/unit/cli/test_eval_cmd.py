@@ -29,6 +29,7 @@ def test_table_has_one_row_per_task_type_with_the_papers_labels_and_an_overall_r
         avg_at_n=0.375,
         pass_at_n=0.5,
         mean_turns=4.5,
+        mean_reward=0.4,
     )
     report = EvalReport(
         model="teacher",
@@ -42,6 +43,7 @@ def test_table_has_one_row_per_task_type_with_the_papers_labels_and_an_overall_r
         success_rate=0.375,
         avg_at_n=0.375,
         pass_at_n=0.5,
+        mean_reward=0.4,
         episodes=8,
         failed_episodes=1,
         truncated_episodes=2,

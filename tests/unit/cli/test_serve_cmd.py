@@ -34,3 +34,12 @@ def test_public_binds_without_a_service_token_fail_in_one_line(cli, tiny_teacher
     result = cli("serve", "teacher", "--model", tiny_teacher, "--host", "0.0.0.0")
     assert result.code == 2
     assert result.err.strip().startswith("error: refusing to start the teacher on 0.0.0.0 without a service")
+
+
+def test_serve_webshop_is_registered_and_checks_its_options(cli, tmp_path):
+    result = cli("serve", "webshop", "--help")
+    assert result.code == 0 and "--max-envs" in result.out and "agentenv_webshop" in result.out
+    config = tmp_path / "c.toml"
+    config.write_text("[env_gateway.webshop]\nproducts = 5\n")
+    result = cli("serve", "webshop", "--config", config)
+    assert result.code == 2 and "env_gateway.webshop.products" in result.err

@@ -113,7 +113,7 @@ def test_worker_reply_round_trip_through_the_union(reply):
 @pytest.mark.parametrize(
     "bad",
     [
-        {"env": "webshop", "split": "train"},
+        {"env": "minecraft", "split": "train"},
         {"env": "alfworld", "split": "test"},
         {"env": "alfworld", "split": "train", "seed": -1},
         {"env": "alfworld", "split": "train", "task_type": ""},

@@ -45,6 +45,7 @@ SCORE = TaskTypeScore(
     avg_at_n=0.375,
     pass_at_n=0.5,
     mean_turns=4.5,
+    mean_reward=0.4,
 )
 EXAMPLES = [
     TASK,
@@ -72,6 +73,7 @@ EXAMPLES = [
         success_rate=0.375,
         avg_at_n=0.375,
         pass_at_n=0.5,
+        mean_reward=0.4,
         episodes=8,
         failed_episodes=1,
         truncated_episodes=4,

@@ -97,3 +97,28 @@ def test_a_result_that_misses_tasks_is_refused():
     partial = result_of(tasks[:1], {}, failed=set())
     with pytest.raises(InputError, match="1 trajectories \\+ 0 failures for 2 tasks"):
         eval_report(tasks, partial, model="m", n=1, temperature=1.0, max_turns=5, seed=0)
+
+
+def test_dense_rewards_give_a_mean_reward_per_category_and_success_only_at_one():
+    tasks = eval_tasks("webshop", "valid_unseen", 4, 1, 0, [])  # untyped: categories come from the games
+    categories = ["food", "fashion", "food", "fashion"]
+    rewards = [1.0, 0.5, 0.25, 0.0]
+    played = [
+        trajectory(t, success=r == 1.0).model_copy(update={"task_type": c, "reward": r})
+        for t, c, r in zip(tasks[:3], categories, rewards, strict=False)
+    ]
+    result = RolloutResult(
+        trajectories=played,
+        failures=[EpisodeFailure(task=tasks[3], error="lost", worker="w")],
+        worker="rollout-pool",
+        weights_version=0,
+        generated_tokens=6,
+        wall_s=1.0,
+        task_indices=[0, 1, 2],
+    )
+    report = eval_report(tasks, result, model="m", n=1, temperature=1.0, max_turns=30, seed=0)
+    food, lost = report.per_task_type["food"], report.per_task_type["unknown"]
+    assert food.mean_reward == pytest.approx(0.625) and food.success_rate == pytest.approx(0.5)
+    assert report.per_task_type["fashion"].mean_reward == pytest.approx(0.5)
+    assert lost.failed_episodes == 1 and lost.mean_reward == 0.0  # a failed episode scores 0
+    assert report.mean_reward == pytest.approx(1.75 / 4) and report.success_rate == pytest.approx(1 / 4)

@@ -4,7 +4,14 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.agent.tool_calls import ParsedAction, format_response, format_tool_call, parse_response
+from services.agent.env_protocols import env_protocol
+from services.agent.tool_calls import (
+    WEBSHOP_STEP,
+    ParsedAction,
+    format_response,
+    format_tool_call,
+    parse_response,
+)
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
@@ -140,3 +147,12 @@ def test_detour_turns_are_rendered_but_not_supervised(chat: ChatFormat, episode:
     first_target = decode(chat, rendered.token_ids[slice(*rendered.response_spans[0])])
     assert '"go to countertop 1"' in first_target
     assert "sinkbasin 1" in decode(chat, rendered.token_ids[: rendered.response_spans[0][0]])
+
+
+def test_a_webshop_chat_teaches_the_webshop_tool(chat: ChatFormat, episode: ExpertEpisode):
+    shop = env_protocol("webshop")
+    rendered = render_episode(shop.chat(chat), episode, protocol=shop)
+    start, end = rendered.response_spans[0]
+    text = decode(chat, rendered.token_ids[start:end])
+    assert text == format_tool_call(episode.turns[0].action, WEBSHOP_STEP) + "<|im_end|>"
+    assert "webshop_step" in decode(chat, rendered.token_ids[:start])

@@ -1,0 +1,112 @@
+"""`turnopd serve webshop`: the generated shop behind AgentGym's `agentenv_webshop` HTTP protocol
+(`services.contracts.agentgym_webshop`), so the gateway's remote adapter can be run and tested
+against a real separate server. Unknown envs answer 404, out-of-range goal ids 422, and a server
+with every env slot taken answers 503.
+"""
+
+from typing import Annotated
+
+import uvicorn
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from services.contracts.agentgym_webshop import (
+    AvailableActions,
+    CloseQuery,
+    CloseResponse,
+    ResetQuery,
+    StateResponse,
+    StepQuery,
+    StepResponse,
+)
+from services.env_gateway.backends.webshop import load_shop
+from services.env_gateway.webshop.server_envs import ServerBusyError, ShopEnvs
+from services.errors import InputError, NotFoundError, TurnOPDError
+from services.settings.env_gateway import EnvGatewaySettings
+
+
+def _envs(request: Request) -> ShopEnvs:
+    envs: ShopEnvs = request.app.state.envs
+    return envs
+
+
+EnvsDep = Annotated[ShopEnvs, Depends(_envs)]
+
+
+def create_app(envs: ShopEnvs) -> FastAPI:
+    """The server app over ``envs`` (handlers are async: sessions are only touched on the event loop)."""
+    app = FastAPI(title="TurnOPD webshop (agentenv_webshop protocol)", version="1.0.0")
+    app.state.envs = envs
+
+    @app.get("/")
+    async def alive() -> str:
+        return "ok"
+
+    @app.get("/list_envs")
+    async def list_envs(envs: EnvsDep) -> list[int]:
+        return envs.indices()
+
+    @app.post("/create")
+    async def create(envs: EnvsDep) -> int:
+        return envs.create()
+
+    @app.post("/reset")
+    async def reset(query: ResetQuery, envs: EnvsDep) -> tuple[str, None]:
+        return envs.reset(query.env_idx, query.session_id).observation(), None
+
+    @app.post("/step")
+    async def step(query: StepQuery, envs: EnvsDep) -> StepResponse:
+        session = envs.get(query.env_idx)
+        result = session.step(query.action)
+        return StepResponse(state=session.observation(), reward=result.reward, done=result.done)
+
+    @app.get("/available_actions")
+    async def available_actions(env_idx: int, envs: EnvsDep) -> AvailableActions:
+        session = envs.get(env_idx)
+        return AvailableActions(has_search_bar=session.has_search_bar, clickables=session.clickables())
+
+    @app.get("/instruction_text")
+    async def instruction_text(env_idx: int, envs: EnvsDep) -> str:
+        return envs.get(env_idx).instruction
+
+    @app.get("/observation")
+    async def observation(env_idx: int, envs: EnvsDep) -> str:
+        return envs.get(env_idx).observation()
+
+    @app.get("/state")
+    async def state(env_idx: int, envs: EnvsDep) -> StateResponse:
+        session = envs.get(env_idx)
+        return StateResponse(
+            url=f"webshop://{env_idx}/{session.page_kind}",
+            html=session.observation(),
+            instruction_text=session.instruction,
+        )
+
+    @app.post("/close")
+    async def close(query: CloseQuery, envs: EnvsDep) -> CloseResponse:
+        return CloseResponse(closed=envs.close(query.env_idx))
+
+    app.add_exception_handler(TurnOPDError, _error)  # type: ignore[arg-type]
+    return app
+
+
+async def _error(request: Request, exc: TurnOPDError) -> JSONResponse:
+    match exc:
+        case NotFoundError():
+            code = 404
+        case InputError():
+            code = 422
+        case ServerBusyError():
+            code = 503
+        case _:
+            code = 500
+    return JSONResponse({"detail": str(exc)}, status_code=code)
+
+
+def serve_webshop(settings: EnvGatewaySettings) -> None:
+    """Generate (or load) the shop, then serve it until interrupted."""
+    ws = settings.webshop
+    shop = load_shop(ws, settings.resolved_cache_dir())
+    shop.build_index()
+    envs = ShopEnvs(shop, ws.server_max_envs)
+    uvicorn.run(create_app(envs), host=ws.server_host, port=ws.server_port, log_level="warning")
