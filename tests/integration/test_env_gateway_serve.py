@@ -44,6 +44,7 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
         / "envs"
     )
     port = free_loopback_port()
+    serve.shutdown()  # earlier tests of the session may have left Serve running on other HTTP options
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     settings = EnvGatewaySettings(replicas=2, workers=1, replica_num_cpus=0.5, cache_dir=cache)
     serve.run(gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX)

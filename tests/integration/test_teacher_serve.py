@@ -51,6 +51,7 @@ def teacher(ray_session, checkpoint, tmp_path_factory):
         "token_budget = 1024\nmax_batch_tokens = 4096\nhealth_check_period_s = 1.0\n"
     )
     port = _free_port()
+    serve.shutdown()  # earlier tests of the session may have left Serve running on other HTTP options
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app({"config_path": str(config), "model_path": str(checkpoint)})
     handle = serve.run(app, name=APP_NAME, route_prefix="/teacher")
