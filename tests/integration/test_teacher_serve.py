@@ -23,6 +23,9 @@ from services.teacher_scorer.retry import RetryPolicy
 from services.teacher_scorer.serve_app import build_app
 from services.teacher_scorer.transformers_engine import load_teacher_model
 
+TOKEN = "teacher-serve-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
 pytestmark = pytest.mark.integration
 
 SPEC = RandomQwen3Spec(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, max_context=256, seed=0)
@@ -49,6 +52,7 @@ def teacher(ray_session, checkpoint, tmp_path_factory):
     config.write_text(
         f"[distill]\ndistill_topk = {DEFAULT_TOP_K}\n\n[teacher]\nnum_cpus = 0.5\nbatch_wait_timeout_s = 0.05\n"
         "token_budget = 1024\nmax_batch_tokens = 4096\nhealth_check_period_s = 1.0\n"
+        f'\n[security]\nservice_token = "{TOKEN}"\n'  # a Serve config's proxy listens everywhere
     )
     port = _free_port()
     serve.shutdown()  # earlier tests of the session may have left Serve running on other HTTP options
@@ -117,7 +121,7 @@ def test_http_and_handle_answers_equal_a_direct_forward(teacher, reference):
     rows = _rows(seed=101, lengths=[7, 40, 3, 25])
 
     async def both():
-        async with TeacherHttpClient(url, policy=PATIENT) as http:
+        async with TeacherHttpClient(url, policy=PATIENT, token=TOKEN) as http:
             over_http = await http.score(_request(rows, top_k=8))
             http_default = await http.score(_request(rows[:1]))
             assert await http.healthy()
@@ -156,7 +160,7 @@ def test_bad_input_is_rejected_by_name_and_the_replica_keeps_serving(teacher):
         ({"sequences": [{"token_ids": [1, 2], "positions": [1]}], "top_k": 0}, "top_k"),
         ({"sequences": [{"token_ids": [1, 2], "positions": [1]}], "top_k": 513}, "top_k must be in [1, 512]"),
     ]
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, headers=AUTH) as client:
         for body, fragment in bad_bodies:
             response = client.post(f"{url}/v1/score", json=body)
             assert response.status_code == 422, body
@@ -182,7 +186,7 @@ def test_concurrent_clients_share_batches(teacher, reference):
     requests = [_rows(seed=200 + i, lengths=[12 + i, 30]) for i in range(16)]
 
     async def sixteen_clients():
-        async with TeacherHttpClient(url, policy=PATIENT) as http:
+        async with TeacherHttpClient(url, policy=PATIENT, token=TOKEN) as http:
             over_http = [http.score(_request(rows, top_k=4)) for rows in requests[:8]]
             handle_client = TeacherHandleClient(handle, policy=PATIENT)
             over_handle = [handle_client.score_rows(rows, top_k=4) for rows in requests[8:]]
@@ -203,7 +207,7 @@ def test_concurrent_clients_share_batches(teacher, reference):
     assert after.requests - before.requests == 16
     assert after.max_batch_requests > 1  # requests of different clients ran in one forward batch
     assert after.batches - before.batches < 16
-    metrics = httpx.get(f"{url}/metrics", timeout=30).text
+    metrics = httpx.get(f"{url}/metrics", timeout=30, headers=AUTH).text
     assert "turnopd_teacher_batch_requests_bucket" in metrics
 
 
