@@ -80,6 +80,9 @@ def test_collect_cache_train_and_match_the_agent_loop(gateway: LocalGateway, tmp
                 "batch_episodes": 3,
                 "lr": 3e-3,
                 "warmup_frac": 0.0,
+                # Expert-only episodes: the agent loop must replay them token for token (detours and
+                # rejected attempts are rendered but never targets; unit-tested in test_rendering.py).
+                "detour_rate": 0.0,
             },
         },
     )

@@ -64,13 +64,19 @@ def test_masked_redis_url():
     assert masked_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
 
 
-def test_status_without_a_cluster_is_one_line(cli, monkeypatch):
+def test_status_without_a_cluster_is_one_line(monkeypatch):
+    """Run as its own process: the test session may hold a Ray of its own (integration tests)."""
+    import subprocess
+    import sys
+
     from services.loopback import free_loopback_port
 
     address = f"127.0.0.1:{free_loopback_port()}"
     monkeypatch.setenv("RAY_ADDRESS", address)
     for args in (("status",), ("status", "--json"), ("restart", "teacher")):
-        result = cli(*args)
-        assert result.code == 2 and result.out == ""
-        assert result.err.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)")
-        assert len(result.err.strip().splitlines()) == 1
+        result = subprocess.run(
+            [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)")
+        assert len(result.stderr.strip().splitlines()) == 1
