@@ -62,6 +62,7 @@ def build(
             seed=zoo_seed,
             vocab_size=settings.vocab_size,
             force=force,
+            entity_max_number=settings.entity_max_number,
             on_step=on_step,
         )
         progress.update(task, completed=_BUILD_STEPS, description="done")

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from services.errors import ConflictError
-from services.models.corpus import alfworld_corpus
+from services.models.corpus import alfworld_corpus, household_entity_tokens
 from services.models.registry import models_dir
 from services.models.tokenizer_builder import train_tokenizer
 from services.models.zoo import init_model, qwen3_config, zoo_spec
 
-BUILD_FORMAT = 1
+BUILD_FORMAT = 2
 MANIFEST = "turnopd_build.json"
 TOKENIZER_DIR = "tokenizer"
 TOKENIZER_FILE = "tokenizer.json"
@@ -96,27 +96,32 @@ def _install(build_in: Callable[[Path], None], target: Path) -> None:
 def build_zoo(
     cache_dir: Path | None = None,
     seed: int = 0,
-    vocab_size: int = 2048,
+    vocab_size: int = 4096,
     force: bool = False,
     names: Sequence[str] = ("teacher", "student"),
     corpus: Iterable[str] | None = None,
     on_step: Callable[[str], None] | None = None,
+    entity_max_number: int = 20,
 ) -> list[BuiltArtifact]:
     """Build (or reuse) the zoo tokenizer and the named checkpoints under ``<cache>/models/``.
 
     ``corpus`` replaces the default synthetic ALFWorld text (``services.models.corpus``).
     ``on_step`` is called with a short description before each step (for progress bars).
+    ``entity_max_number``: household entities ``" <name> <n>"`` for ``n <= entity_max_number``
+    are single tokens (0: none; see ``train_tokenizer``).
     """
     step = on_step or (lambda _: None)
     root = models_dir(cache_dir)
     step("synthesising the tokenizer corpus")
     texts = list(alfworld_corpus(seed) if corpus is None else corpus)
+    entities = household_entity_tokens(entity_max_number)
     tokenizer_dir = root / TOKENIZER_DIR
     wanted: dict[str, Any] = {
         "format": BUILD_FORMAT,
         "kind": "tokenizer",
         "vocab_size": vocab_size,
         "corpus_sha256": corpus_fingerprint(texts),
+        "entity_tokens_sha256": corpus_fingerprint(entities),
     }
     step("training the tokenizer")
     results = []
@@ -125,7 +130,7 @@ def build_zoo(
     else:
 
         def write_tokenizer(tmp: Path) -> None:
-            train_tokenizer(texts, vocab_size).save_pretrained(tmp)
+            train_tokenizer(texts, vocab_size, entities).save_pretrained(tmp)
             _write_manifest(tmp, wanted)
 
         _install(write_tokenizer, tokenizer_dir)

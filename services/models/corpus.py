@@ -64,6 +64,17 @@ def _vocabulary() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tu
     return objects, receptacles, tasks, rhs
 
 
+def household_entity_tokens(max_number: int) -> list[str]:
+    """Every household entity name with its instance number, space-led (``" drawer 3"``), for the
+    tokenizer: ALFWorld's object and receptacle names x instances ``1..max_number`` (0: none).
+
+    Names are sorted and numbers ascend, so the list (and the ids it gets) is deterministic.
+    """
+    objects, receptacles, _, _ = _vocabulary()
+    names = sorted(set(objects) | set(receptacles))
+    return [f" {name} {number}" for name in names for number in range(1, max_number + 1)]
+
+
 class _Sampler:
     """Random ALFWorld phrases from one seeded RNG."""
 

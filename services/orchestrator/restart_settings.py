@@ -26,7 +26,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 # Fields of those sections that identify the run and never change on a restart.
 PINNED: dict[str, tuple[str, ...]] = {
-    "models": ("student", "teacher", "cache_dir", "seed", "vocab_size"),
+    "models": ("student", "teacher", "cache_dir", "seed", "vocab_size", "entity_max_number"),
     "controller": ("redis_url", "redis_password", "embedded_redis_dir"),
 }
 

@@ -27,7 +27,13 @@ class ModelsSettings(Section):
         description="Cache root, holding models/ (unset: $TURNOPD_CACHE_DIR, else ~/.cache/turnopd).",
     )
     seed: int = Field(0, ge=0, description="Seed of the zoo build: tokenizer corpus and weight init.")
-    vocab_size: int = Field(2048, ge=271, le=65536, description="Max zoo tokenizer vocabulary.")
+    vocab_size: int = Field(4096, ge=271, le=65536, description="Max zoo tokenizer vocabulary.")
+    entity_max_number: int = Field(
+        20,
+        ge=0,
+        le=100,
+        description="Zoo tokenizer: household entities ' <name> <n>' with n <= this are single tokens (0: none).",
+    )
     dtype: DTypeName = Field("float32", description="Weight and activation dtype for loading models.")
     device: str = Field(
         "cpu", min_length=1, description="Torch device of the transformers engine ('auto': GPU if any)."

@@ -5,12 +5,15 @@ call). Our expert has no words of its own, so each turn's thought states the fac
 decision rests on, all read from the observable history (the same ``HouseholdExpert`` the
 gateway runs, replayed on the episode's observations)::
 
-    put pen in drawer 1. holding: nothing. seen: none. unsearched: desk 1, drawer 1, shelf 1.
+    put pen in drawer 1. holding: nothing. seen: none. unsearched: desk 1 drawer 1 shelf 1.
 
 A tiny model imitates far better with these facts close to the action: the goal is restated
 every turn instead of read back from the first message, the next place to search is the head
 of the ``unsearched`` list (which shrinks by copy from the previous turn), and a target once
-seen stays named. Pure module: no torch, no I/O.
+seen stays named. The ``unsearched`` list has no separators: with the zoo tokenizer every entity
+(``drawer 1``) is one token, so copying the list from the previous thought is a plain
+token-after-token copy (an induction step), the easiest kind for a tiny model. Pure module: no
+torch, no I/O.
 """
 
 from services.contracts.expert_data import ExpertEpisode
@@ -70,7 +73,7 @@ def thought(goal: HouseholdGoal, room: RoomKnowledge) -> str:
     unsearched = [r for r in room.receptacles if not room.searched(r)]
     return (
         f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {_seen(goal, room)}. "
-        f"unsearched: {', '.join(unsearched) or 'none'}."
+        f"unsearched: {' '.join(unsearched) or 'none'}."
     )
 
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from services.errors import InputError
 from services.models.chat_template import IM_END, IM_START, MARKUP_TOKENS, PAD, SPECIAL_TOKENS
-from services.models.corpus import alfworld_corpus
+from services.models.corpus import alfworld_corpus, household_entity_tokens
 from services.models.loading import load_tokenizer
 from services.models.tokenizer_builder import MIN_VOCAB_SIZE, train_tokenizer
 
@@ -34,7 +34,32 @@ def test_household_words_are_single_tokens_and_control_tokens_are_atomic(tokeniz
     for token in (*SPECIAL_TOKENS, *MARKUP_TOKENS):
         assert tokenizer.encode(token, add_special_tokens=False) == [tokenizer.convert_tokens_to_ids(token)]
     assert (tokenizer.eos_token, tokenizer.pad_token) == (IM_END, PAD)
-    assert len(tokenizer) <= 2048
+    assert len(tokenizer) <= 4096
+
+
+def test_household_entities_are_single_tokens_longest_match_first(tokenizer):
+    for entity in [" drawer 3", " sinkbasin 1", " drawer 12", " pen 20", " cd 1"]:
+        ids = tokenizer.encode(entity, add_special_tokens=False)
+        assert len(ids) == 1 and tokenizer.decode(ids) == entity, entity
+    ids = tokenizer.encode("go to drawer 12, then pen 1.", add_special_tokens=False)
+    pieces = [tokenizer.decode([i]) for i in ids]
+    assert " drawer 12" in pieces and " pen 1" in pieces and " drawer 1" not in pieces
+    # a name that merely contains another is not split into it
+    assert " pen 1" not in [
+        tokenizer.decode([i]) for i in tokenizer.encode(" pencil 1", add_special_tokens=False)
+    ]
+
+
+def test_entity_tokens_are_added_and_counted_in_the_vocab_bound():
+    entities = household_entity_tokens(3)
+    assert entities[:3] == [" alarmclock 1", " alarmclock 2", " alarmclock 3"]
+    tokenizer = train_tokenizer(
+        SMALL_CORPUS, vocab_size=MIN_VOCAB_SIZE + len(entities) + 40, entity_tokens=entities
+    )
+    assert len(tokenizer) <= MIN_VOCAB_SIZE + len(entities) + 40
+    assert len(tokenizer.encode(" mug 2", add_special_tokens=False)) == 1
+    with pytest.raises(InputError, match="entity tokens"):
+        train_tokenizer(SMALL_CORPUS, vocab_size=MIN_VOCAB_SIZE + len(entities) - 1, entity_tokens=entities)
 
 
 def test_chat_template_renders_chatml_with_tools(tokenizer):
