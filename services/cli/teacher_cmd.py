@@ -79,6 +79,9 @@ def train(
         def on_step(report: StepReport) -> None:
             info = f"loss {report.loss:.4f}  acc {report.token_accuracy:.3f}  lr {report.lr:.1e}"
             progress.update(task, total=report.total_steps, completed=report.step + 1, info=info)
+            if not console.is_terminal and (report.step + 1) % max(1, report.total_steps // 20) == 0:
+                # a log file or CI shows no live bar: one line per 5% of the steps instead
+                console.print(f"training step {report.step + 1}/{report.total_steps}  {info}")
 
         trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage)
         progress.update(task, description="done")

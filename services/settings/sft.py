@@ -44,7 +44,9 @@ class SFTSettings(Section):
     )
     collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
     epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")
-    batch_episodes: int = Field(8, ge=1, le=4096, description="Episodes per optimizer step.")
+    batch_episodes: int = Field(
+        2, ge=1, le=4096, description="Episodes per optimizer step (small: more updates per epoch)."
+    )
     think: bool = Field(
         True,
         description="Each response starts with the expert's thought in <think> (the paper's thinking mode).",
@@ -53,7 +55,10 @@ class SFTSettings(Section):
         4096, ge=64, description="Longer episodes are cut at the last turn that fits."
     )
     context_loss_weight: float = Field(
-        0.0, ge=0.0, description="Weight of an auxiliary next-token loss on non-response tokens (0: off)."
+        1.0,
+        ge=0.0,
+        description="Weight of an auxiliary next-token loss on non-response tokens (0: off); it teaches "
+        "the tiny model to copy from observations far sooner.",
     )
     lr: float = Field(2e-3, gt=0.0, le=1.0, description="Peak AdamW learning rate.")
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Final learning rate as a share of lr.")
