@@ -17,20 +17,27 @@ app = typer.Typer(help="Train the teacher by imitation of the env gateway's expe
 class _CollectBar(CollectProgress):
     """The collection's stages and one step per expert episode."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, console: Console) -> None:
         self._progress = progress
+        self._console = console
         self._task = progress.add_task("expert data", total=None, info="")
         self._dropped = 0
+        self._done = 0
+        self._total = 0
 
     def stage(self, description: str) -> None:
         self._progress.update(self._task, description=description)
 
     def start(self, total_episodes: int) -> None:
+        self._total = total_episodes
         self._progress.update(self._task, description="collecting expert episodes", total=total_episodes)
 
     def episode(self, won: bool) -> None:
         self._dropped += 0 if won else 1
+        self._done += 1
         self._progress.update(self._task, advance=1, info=f"{self._dropped} dropped" if self._dropped else "")
+        if not self._console.is_terminal and self._done % max(1, self._total // 10) == 0:
+            self._console.print(f"expert episodes {self._done}/{self._total} ({self._dropped} dropped)")
 
 
 @app.command("train")
@@ -70,7 +77,7 @@ def train(
         TextColumn("{task.fields[info]}"),
     )
     with Progress(*columns, console=console) as progress:
-        dataset = expert_dataset(settings, config, _CollectBar(progress))
+        dataset = expert_dataset(settings, config, _CollectBar(progress, console))
         task = progress.add_task("training", total=None, info="")
 
         def on_stage(description: str) -> None:

@@ -47,6 +47,12 @@ def test_train_reuses_the_cached_dataset_and_saves_a_loadable_checkpoint(cli, co
     assert result.out.strip() == str(target)
     assert "expert data  cached: 3 episodes (0 dropped)" in result.err
     assert "training     3 steps" in result.err
+    # not a terminal: a plain line per step (per 5% of the steps) instead of a live bar
+    assert [line.split("  ")[0] for line in result.err.splitlines() if line.startswith("training step")] == [
+        "training step 1/3",
+        "training step 2/3",
+        "training step 3/3",
+    ]
     manifest = json.loads((target / MANIFEST).read_text())
     assert (manifest["stage"], manifest["name"], manifest["episodes"], manifest["steps"]) == (
         "sft",
