@@ -25,7 +25,8 @@ TASKS = [
     EpisodeTask(env="alfworld", split="valid_unseen", seed=i // 6, task_type=HOUSEHOLD_TASK_TYPES[i % 6])
     for i in range(6)
 ]
-PLAY = {"h_roll": 8, "temperature": 1.0, "weights_version": 0, "max_new_tokens": 40}
+# long enough that a replacement 0.5 s after every episode opened lands mid-play
+PLAY = {"h_roll": 24, "temperature": 1.0, "weights_version": 0, "max_new_tokens": 64}
 
 
 @pytest.fixture(scope="module")
