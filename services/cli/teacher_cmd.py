@@ -14,6 +14,12 @@ from services.teacher_training.trainer import StepReport
 app = typer.Typer(help="Train the teacher by imitation of the env gateway's expert.", no_args_is_help=True)
 
 
+def _plain_line_due(done: int, total: int, lines: int) -> bool:
+    """True at every ``1/lines`` of ``total``: where a non-terminal stream (a log file, CI), which
+    shows no live bar, gets a plain progress line instead."""
+    return done % max(1, total // lines) == 0
+
+
 class _CollectBar(CollectProgress):
     """The collection's stages and one step per expert episode."""
 
@@ -36,7 +42,7 @@ class _CollectBar(CollectProgress):
         self._dropped += 0 if won else 1
         self._done += 1
         self._progress.update(self._task, advance=1, info=f"{self._dropped} dropped" if self._dropped else "")
-        if not self._console.is_terminal and self._done % max(1, self._total // 10) == 0:
+        if not self._console.is_terminal and _plain_line_due(self._done, self._total, 10):
             self._console.print(f"expert episodes {self._done}/{self._total} ({self._dropped} dropped)")
 
 
@@ -86,8 +92,7 @@ def train(
         def on_step(report: StepReport) -> None:
             info = f"loss {report.loss:.4f}  acc {report.token_accuracy:.3f}  lr {report.lr:.1e}"
             progress.update(task, total=report.total_steps, completed=report.step + 1, info=info)
-            if not console.is_terminal and (report.step + 1) % max(1, report.total_steps // 20) == 0:
-                # a log file or CI shows no live bar: one line per 5% of the steps instead
+            if not console.is_terminal and _plain_line_due(report.step + 1, report.total_steps, 20):
                 console.print(f"training step {report.step + 1}/{report.total_steps}  {info}")
 
         trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage)
