@@ -101,9 +101,12 @@ class RolloutWorkerService:
                 worker=self.name,
             )
 
-    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> None:
-        """Load a published state dict (a tied ``lm_head.weight`` may be missing) as ``version``."""
+    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:
+        """Load a published state dict (a tied ``lm_head.weight`` may be missing) as ``version``;
+        returns the version held before (0 after Ray restarted this worker)."""
+        held = self.engine.weights_version
         self.engine.load_weights(weights, version)
+        return held
 
     def weights_version(self) -> int:
         return self.engine.weights_version
@@ -134,8 +137,8 @@ class RolloutWorker:
     def play(self, request: RolloutRequest) -> RolloutResult:
         return self._service.play(request)
 
-    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> None:
-        self._service.load_weights(weights, version)
+    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:
+        return self._service.load_weights(weights, version)
 
     def weights_version(self) -> int:
         return self._service.weights_version()

@@ -307,12 +307,17 @@ class RolloutPool:
                 f"weights must be an ObjectRef or a state dict, got {type(weights_ref).__name__}"
             )
         with self._changes:
+            previous = self._version
             self._weights_ref, self._version = weights_ref, version
             handles = {i: self._workers[i] for i in self._live_indices()}
         loads = {i: handle.load_weights.remote(weights_ref, version) for i, handle in handles.items()}
         for index, ref in loads.items():
             try:
-                ray.get(ref)
+                held = ray.get(ref)
+                if held != previous and not self._replaced(index, handles[index]):
+                    # Ray restarted it while it was idle: it came back at version 0
+                    log.warning("%s was restarted by Ray since the last publish", worker_name(index))
+                    self.stats.crashes_by_worker[index] += 1
             except RayActorError:
                 if not self._replaced(index, handles[index]):
                     self.stats.worker_deaths += 1

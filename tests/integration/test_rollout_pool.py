@@ -2,6 +2,8 @@
 subprocess): task order, weight publishing, stale versions refused, a worker killed mid-play."""
 
 import asyncio
+import os
+import signal
 import threading
 import time
 
@@ -124,3 +126,26 @@ def test_a_worker_killed_mid_play_is_restarted_reloaded_and_its_episodes_replaye
     assert {t.weights_version for t in result.trajectories} == {1}
     assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
     assert pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
+
+
+def test_a_worker_restarted_while_idle_is_counted_at_the_next_publish(pool, zoo):
+    assert pool.weights_version == 1  # published by an earlier test
+    crashes = dict(pool.stats.crashes_by_worker)
+    worker = ray.get_actor("rollout-worker-0", namespace="turnopd")
+    before = ray.get(worker.health.remote(), timeout=60).pid
+    os.kill(before, signal.SIGKILL)  # idle: no play notices; Ray brings it back at version 0
+    deadline, back = time.monotonic() + 120, None
+    while back is None and time.monotonic() < deadline:
+        try:
+            health = ray.get(worker.health.remote(), timeout=30)
+            back = health if health.pid != before else None
+        except ray.exceptions.RayActorError:
+            pass
+        time.sleep(0.2)
+    assert back is not None and back.weights_version == 0
+    weights = load_causal_lm("student", cache_dir=zoo).state_dict()
+    weights.pop("lm_head.weight", None)
+    pool.publish_weights(ray.put(weights), 2)
+    assert pool.stats.crashes_by_worker[0] == crashes.get(0, 0) + 1
+    assert pool.stats.crashes_by_worker[1] == crashes.get(1, 0)
+    assert pool.workers_versions() == {"rollout-worker-0": 2, "rollout-worker-1": 2}

@@ -27,7 +27,7 @@ def test_worker_refuses_other_versions_and_loads_published_weights(zoo_cache: Pa
         service.play(REQUEST)
     weights = load_causal_lm("student", cache_dir=zoo_cache).state_dict()
     weights.pop("lm_head.weight")  # tied: the learner leaves it out
-    service.load_weights(weights, 1)
+    assert service.load_weights(weights, 1) == 0  # the version held before
     assert service.weights_version() == 1
     with pytest.raises(ConflictError, match="must increase"):
         service.load_weights(weights, 1)
