@@ -92,7 +92,18 @@ def parse_search_response(text: str) -> ParseResult:
 
 
 def format_search_response(action: str, thought: str | None = None) -> str:
-    """The response that takes a gateway action: a search tool call, or an ``<answer>``."""
+    """The response that takes a gateway action: ``<search> query </search>`` or ``<answer> ... </answer>``.
+
+    Both use Search-R1's text channels, with the argument between spaces: a name copied from the
+    question or a passage (`` Kessrow``, space-led there) is then the same tokens in the response.
+    Inside a tool call's JSON (``"query": "Kessrow"``) the first word has no space before it and a
+    byte-level BPE splits it differently, so a small model would have to learn every name twice.
+    A query holding ``<`` (markup) is sent as a tool call.
+    """
     kind, argument = parse_action(action)
-    body = format_tool_call(argument, SEARCH_TOOL) if kind == "search" else f"<answer> {argument} </answer>"
+    if kind == "search":
+        # a query holding markup would close the channel early: it travels as a tool call instead
+        body = format_tool_call(argument, SEARCH_TOOL) if "<" in argument else f"<search> {argument} </search>"
+    else:
+        body = f"<answer> {argument} </answer>"
     return body if thought is None else f"{THINK_OPEN}\n{thought.strip()}\n{THINK_CLOSE}\n\n{body}"

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from services.errors import ConflictError
-from services.models.corpus import alfworld_corpus, household_entity_tokens
+from services.models.corpus import household_entity_tokens
+from services.models.env_corpus import zoo_corpus
 from services.models.registry import models_dir
 from services.models.tokenizer_builder import train_tokenizer
 from services.models.zoo import init_model, qwen3_config, zoo_spec
 
-BUILD_FORMAT = 2
+BUILD_FORMAT = 3
 MANIFEST = "turnopd_build.json"
 TOKENIZER_DIR = "tokenizer"
 TOKENIZER_FILE = "tokenizer.json"
@@ -96,7 +97,7 @@ def _install(build_in: Callable[[Path], None], target: Path) -> None:
 def build_zoo(
     cache_dir: Path | None = None,
     seed: int = 0,
-    vocab_size: int = 4096,
+    vocab_size: int = 8192,
     force: bool = False,
     names: Sequence[str] = ("teacher", "student"),
     corpus: Iterable[str] | None = None,
@@ -105,7 +106,7 @@ def build_zoo(
 ) -> list[BuiltArtifact]:
     """Build (or reuse) the zoo tokenizer and the named checkpoints under ``<cache>/models/``.
 
-    ``corpus`` replaces the default synthetic ALFWorld text (``services.models.corpus``).
+    ``corpus`` replaces the default text of every env backend (``services.models.env_corpus``).
     ``on_step`` is called with a short description before each step (for progress bars).
     ``entity_max_number``: household entities ``" <name> <n>"`` for ``n <= entity_max_number``
     are single tokens (0: none; see ``train_tokenizer``).
@@ -113,7 +114,7 @@ def build_zoo(
     step = on_step or (lambda _: None)
     root = models_dir(cache_dir)
     step("synthesising the tokenizer corpus")
-    texts = list(alfworld_corpus(seed) if corpus is None else corpus)
+    texts = list(zoo_corpus(seed) if corpus is None else corpus)
     entities = household_entity_tokens(entity_max_number)
     tokenizer_dir = root / TOKENIZER_DIR
     wanted: dict[str, Any] = {

@@ -27,7 +27,7 @@ class ModelsSettings(Section):
         description="Cache root, holding models/ (unset: $TURNOPD_CACHE_DIR, else ~/.cache/turnopd).",
     )
     seed: int = Field(0, ge=0, description="Seed of the zoo build: tokenizer corpus and weight init.")
-    vocab_size: int = Field(4096, ge=271, le=65536, description="Max zoo tokenizer vocabulary.")
+    vocab_size: int = Field(8192, ge=271, le=65536, description="Max zoo tokenizer vocabulary.")
     entity_max_number: int = Field(
         20,
         ge=0,

@@ -5,12 +5,14 @@ call). Our expert has no words of its own, so each turn's thought states the fac
 decision rests on, all read from the observable history (the same ``HouseholdExpert`` the
 gateway runs, replayed on the episode's observations)::
 
-    put pen in drawer 1. holding: nothing. seen: none. unsearched: desk 1 drawer 1 shelf 1.
+    put pen in drawer 1. holding: nothing. seen: none. at: drawer 1 closed. unsearched: drawer 1 shelf 1.
 
 A tiny model imitates far better with these facts close to the action: the goal is restated
 every turn instead of read back from the first message, the next place to search is the head
 of the ``unsearched`` list (which shrinks by copy from the previous turn), and a target once
-seen stays named. The ``unsearched`` list has no separators: with the zoo tokenizer every entity
+seen stays named. ``at`` copies the place from the last observation, with ``closed`` when the agent
+stands before a closed receptacle: arriving there is not searching it, and the word right before
+the list says so. The ``unsearched`` list has no separators: with the zoo tokenizer every entity
 (``drawer 1``) is one token, so copying the list from the previous thought is a plain
 token-after-token copy (an induction step), the easiest kind for a tiny model. Pure module: no
 torch, no I/O.
@@ -68,12 +70,19 @@ def _seen(goal: HouseholdGoal, room: RoomKnowledge) -> str:
     return ", ".join(seen) or "none"
 
 
+def _at(room: RoomKnowledge) -> str:
+    """Where the agent stands, and whether that receptacle is still closed (not yet searched)."""
+    if room.location is None:
+        return "none"
+    return f"{room.location} closed" if room.closed.get(room.location, False) else room.location
+
+
 def thought(goal: HouseholdGoal, room: RoomKnowledge) -> str:
     """What the expert knows before its next action, in one line."""
     unsearched = [r for r in room.receptacles if not room.searched(r)]
     return (
         f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {_seen(goal, room)}. "
-        f"unsearched: {' '.join(unsearched) or 'none'}."
+        f"at: {_at(room)}. unsearched: {' '.join(unsearched) or 'none'}."
     )
 
 

@@ -66,11 +66,17 @@ def test_malformed_responses_get_feedback(response: str, kind: str, detail: str)
 
 
 def test_expert_responses_parse_back_to_their_action():
-    for action in ("search[Vorn Press]", "answer[1954]", "search[a </tool_call> b]"):
+    for action in ("search[Vorn Press]", "answer[1954]", "search[a </tool_call> b]", "search[a </search> b]"):
         for thought in (None, "Next hop."):
             parsed = parse_search_response(format_search_response(action, thought))
             assert parsed == ParsedAction(action=action, thought=thought)
     assert format_search_response("answer[Kessrow]") == "<answer> Kessrow </answer>"
+    # searches use the text channel, so a copied name keeps its leading space (same tokens as in
+    # the question); a query holding markup cannot, and goes as a tool call
+    assert format_search_response("search[Vorn Press]", "Next.") == (
+        "<think>\nNext.\n</think>\n\n<search> Vorn Press </search>"
+    )
+    assert format_search_response("search[a </search> b]").startswith("<tool_call>")
 
 
 def test_templates_admit_free_text_on_both_sides():

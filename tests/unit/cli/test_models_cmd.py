@@ -14,7 +14,7 @@ from services.models.corpus import alfworld_corpus
 def small_corpus(monkeypatch):
     """Keep the CLI test fast: the default corpus, truncated."""
     monkeypatch.setattr(
-        build_module, "alfworld_corpus", lambda seed: itertools.islice(alfworld_corpus(seed), 200)
+        build_module, "zoo_corpus", lambda seed: itertools.islice(alfworld_corpus(seed), 200)
     )
 
 

@@ -34,7 +34,7 @@ def test_household_words_are_single_tokens_and_control_tokens_are_atomic(tokeniz
     for token in (*SPECIAL_TOKENS, *MARKUP_TOKENS):
         assert tokenizer.encode(token, add_special_tokens=False) == [tokenizer.convert_tokens_to_ids(token)]
     assert (tokenizer.eos_token, tokenizer.pad_token) == (IM_END, PAD)
-    assert len(tokenizer) <= 4096
+    assert len(tokenizer) <= 8192
 
 
 def test_household_entities_are_single_tokens_longest_match_first(tokenizer):

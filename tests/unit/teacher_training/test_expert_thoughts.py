@@ -12,12 +12,14 @@ from services.teacher_training.expert_thoughts import expert_thoughts, thought
 
 def test_one_thought_per_turn_from_the_history_before_it(episode: ExpertEpisode):
     assert expert_thoughts(episode) == [
-        "put apple in drawer 1. holding: nothing. seen: none. unsearched: countertop 1 drawer 1 sinkbasin 1.",
-        "put apple in drawer 1. holding: nothing. seen: apple 1 in countertop 1. "
+        "put apple in drawer 1. holding: nothing. seen: none. at: none. "
+        "unsearched: countertop 1 drawer 1 sinkbasin 1.",
+        "put apple in drawer 1. holding: nothing. seen: apple 1 in countertop 1. at: countertop 1. "
         "unsearched: drawer 1 sinkbasin 1.",
-        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: drawer 1 sinkbasin 1.",
-        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: drawer 1 sinkbasin 1.",
-        "put apple in drawer 1. holding: apple 1. seen: none. unsearched: sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. at: countertop 1. unsearched: drawer 1 sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. at: drawer 1 closed. "
+        "unsearched: drawer 1 sinkbasin 1.",
+        "put apple in drawer 1. holding: apple 1. seen: none. at: drawer 1. unsearched: sinkbasin 1.",
     ]
 
 
@@ -32,7 +34,7 @@ def test_task_phrases_name_the_appliance_and_destination_of_the_room():
     room.contents["cabinet 1"] = ["desklamp 1", "book 3", "pen 1"]
     assert thought(look, room) == (
         "look at book under desklamp. holding: apple 2, cooled. seen: desklamp 1 in cabinet 1, book 3 in cabinet 1. "
-        "unsearched: fridge 1 microwave 1 sinkbasin 1 sinkbasin 2."
+        "at: none. unsearched: fridge 1 microwave 1 sinkbasin 1 sinkbasin 2."
     )
 
 
@@ -43,7 +45,7 @@ def test_pick_two_does_not_count_targets_already_in_the_destination():
     two = HouseholdGoal("pick_two_obj_and_place", obj="pen", recep="sofa")
     assert (
         thought(two, room)
-        == "put two pen in sofa 1. holding: nothing. seen: pen 2 in shelf 1. unsearched: none."
+        == "put two pen in sofa 1. holding: nothing. seen: pen 2 in shelf 1. at: none. unsearched: none."
     )
 
 
