@@ -20,6 +20,7 @@ def build_app() -> typer.Typer:
         restart_cmd,
         serve_cmd,
         status_cmd,
+        summary_cmd,
         teacher_cmd,
         train_cmd,
     )
@@ -34,6 +35,7 @@ def build_app() -> typer.Typer:
     app.add_typer(controller_cmd.app, name="controller")
     app.add_typer(models_cmd.app, name="models")
     app.command("diagnose")(diagnose_cmd.diagnose)
+    app.command("summary")(summary_cmd.summary)
     app.command("train")(train_cmd.train)
     app.command("status")(status_cmd.status)
     app.command("restart")(restart_cmd.restart)

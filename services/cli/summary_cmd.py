@@ -1,0 +1,69 @@
+"""`turnopd summary RUN_DIR [--json]`: a run's time split, controller depths and evaluations."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.run_summary import RunSummary
+from services.errors import NotFoundError
+from services.orchestrator.run_summary import summarize
+
+
+def render(summary: RunSummary, console: Console) -> None:
+    console.print(
+        f"{summary.method}: {summary.steps} steps in {summary.wall_s:.0f} s "
+        f"({summary.mean_step_s:.1f} s/step, evaluations excluded); rollout "
+        f"{summary.generated_tokens_per_s:.0f} generated tokens/s"
+    )
+    split = Table(title="Where the step time went")
+    for col in ("phase", "seconds", "share"):
+        split.add_column(col, justify="right")
+    for phase, time in summary.time_split.items():
+        split.add_row(phase, f"{time.seconds:.1f}", f"{100 * time.share:.1f}%")
+    console.print(split)
+    probes = set(summary.probe_steps)
+    depth = Table(title="Controller: applied depth h_roll (P: probe at full depth) and H_hat after the step")
+    depth.add_column("step", justify="right")
+    for i in range(summary.steps):
+        depth.add_column(str(i + 1) + ("P" if i + 1 in probes else ""), justify="right")
+    depth.add_row("h_roll", *(str(h) for h in summary.h_roll))
+    depth.add_row("H_hat", *(str(h) for h in summary.h_hat))
+    console.print(depth)
+    evals = Table(title="Evaluations (Avg@n on the validation split)")
+    for col in ("after step", "episodes x n", "success", "Avg@n", "cumulative s"):
+        evals.add_column(col, justify="right")
+    for e in summary.evals:
+        evals.add_row(
+            str(e.step),
+            f"{e.episodes} x {e.n}",
+            f"{100 * e.success_rate:.1f}%",
+            f"{e.avg_at_n:.3f}",
+            f"{e.cumulative_s:.0f}",
+        )
+    console.print(evals)
+    if summary.success_change is not None:
+        console.print(
+            f"success rate change, first to last evaluation: {100 * summary.success_change:+.1f} points"
+        )
+
+
+def summary(
+    run_dir: Annotated[Path, typer.Argument(help="A `turnopd train` run directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """A run's time split (rollout / teacher / learner / other), controller depths and evaluations."""
+    metrics_path = run_dir / "metrics.jsonl"
+    if not metrics_path.is_file():
+        raise NotFoundError(f"{metrics_path} not found: is {run_dir} a `turnopd train` run directory?")
+    eval_path = run_dir / "eval.jsonl"
+    evals = read_jsonl(eval_path, EvalRecord) if eval_path.is_file() else []
+    result = summarize(read_jsonl(metrics_path, StepMetrics), evals)
+    if as_json:
+        typer.echo(result.model_dump_json())
+    else:
+        render(result, Console())

@@ -1,0 +1,38 @@
+"""Summary of a run directory's logs: time split, the controller's depths, the evaluations.
+
+Pure module: contracts in, contract out.
+"""
+
+from collections.abc import Sequence
+
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.run_summary import PhaseTime, RunSummary
+from services.errors import InputError
+
+PHASES = ("rollout", "teacher", "learner", "other")
+
+
+def summarize(metrics: Sequence[StepMetrics], evals: Sequence[EvalRecord]) -> RunSummary:
+    """One ``RunSummary`` from ``metrics.jsonl`` and ``eval.jsonl`` records (steps in order)."""
+    if not metrics:
+        raise InputError("the run has no logged steps yet (metrics.jsonl is empty)")
+    steps = [m.step for m in metrics]
+    if steps != list(range(1, len(steps) + 1)):
+        raise InputError(f"metrics.jsonl steps are not 1..{len(steps)} in order: {steps[:10]}...")
+    wall = sum(m.times.total_s for m in metrics)
+    seconds = {phase: sum(getattr(m.times, f"{phase}_s") for m in metrics) for phase in PHASES}
+    rollout = seconds["rollout"]
+    ordered = sorted(evals, key=lambda e: e.step)
+    return RunSummary(
+        steps=len(metrics),
+        method=metrics[-1].method,
+        wall_s=wall,
+        mean_step_s=wall / len(metrics),
+        time_split={p: PhaseTime(seconds=s, share=s / wall if wall > 0 else 0.0) for p, s in seconds.items()},
+        probe_steps=[m.step for m in metrics if m.probe],
+        h_roll=[m.h_roll for m in metrics],
+        h_hat=[m.h_hat for m in metrics],
+        generated_tokens_per_s=sum(m.generated_tokens for m in metrics) / rollout if rollout > 0 else 0.0,
+        evals=ordered,
+        success_change=ordered[-1].success_rate - ordered[0].success_rate if len(ordered) >= 2 else None,
+    )

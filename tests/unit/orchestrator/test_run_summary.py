@@ -1,0 +1,69 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from services.cli.main import build_app
+from services.contracts.orchestrator import EvalRecord, StepMetrics, StepTimes
+from services.contracts.run_summary import RunSummary
+from services.errors import InputError
+from services.orchestrator.run_summary import summarize
+
+
+def step(k: int, probe: bool, h_hat: int, rollout_s: float) -> StepMetrics:
+    total = rollout_s + 1.0 + 2.0 + 0.5
+    return StepMetrics(
+        step=k, method="turnopd", probe=probe, h_roll=40 if probe else h_hat, h_hat=h_hat, h_bar=6.4, h_eff=None,
+        h_cov=5, h_ctrl=None, alpha=k / 10, loss=0.5, mean_kl=0.7, grad_norm=1.5, success_rate=0.25,
+        truncated_rate=0.5, mean_turns=3.0, trajectories=8, failed_episodes=0, tokens=200, generated_tokens=600,
+        weights_version=k, times=StepTimes(rollout_s=rollout_s, teacher_s=1.0, learner_s=2.0, other_s=0.5, total_s=total),
+        cumulative_s=0.0,
+    )  # fmt: skip
+
+
+def evaluation(k: int, success: float) -> EvalRecord:
+    return EvalRecord(
+        step=k, cumulative_s=10.0 * k, split="valid_unseen", episodes=30, n=1, success_rate=success,
+        avg_at_n=success, per_task_type={"pick_and_place": success},
+    )  # fmt: skip
+
+
+RUN = [step(1, True, 40, 6.5), step(2, True, 12, 6.5), step(3, False, 12, 2.5), step(4, True, 9, 6.5)]
+
+
+def test_time_split_depths_and_the_success_change():
+    summary = summarize(RUN, [evaluation(4, 0.3), evaluation(0, 0.1)])
+    assert summary.steps == 4 and summary.wall_s == pytest.approx(10 + 10 + 6 + 10)
+    assert summary.time_split["rollout"].seconds == pytest.approx(22.0)
+    assert summary.time_split["learner"].share == pytest.approx(8.0 / 36.0)
+    assert sum(t.share for t in summary.time_split.values()) == pytest.approx(1.0)
+    assert (
+        summary.probe_steps == [1, 2, 4]
+        and summary.h_roll == [40, 40, 12, 40]
+        and summary.h_hat == [40, 12, 12, 9]
+    )
+    assert summary.generated_tokens_per_s == pytest.approx(2400 / 22.0)
+    assert [e.step for e in summary.evals] == [0, 4] and summary.success_change == pytest.approx(0.2)
+    assert summarize(RUN, [evaluation(4, 0.3)]).success_change is None
+
+
+def test_missing_or_out_of_order_steps_are_named():
+    with pytest.raises(InputError, match="no logged steps"):
+        summarize([], [])
+    with pytest.raises(InputError, match=r"not 1\.\.2 in order"):
+        summarize([RUN[1], RUN[0]], [])
+
+
+def test_cli_prints_tables_and_json(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in RUN))
+    (tmp_path / "eval.jsonl").write_text(
+        evaluation(0, 0.1).model_dump_json() + "\n" + evaluation(4, 0.3).model_dump_json() + "\n"
+    )
+    runner = CliRunner()
+    shown = runner.invoke(build_app(), ["summary", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "4 steps in 36 s" in shown.output and "+20.0 points" in shown.output
+    as_json = runner.invoke(build_app(), ["summary", str(tmp_path), "--json"])
+    assert RunSummary.model_validate(json.loads(as_json.output)).probe_steps == [1, 2, 4]
+    missing = runner.invoke(build_app(), ["summary", str(tmp_path / "nope")])
+    assert missing.exit_code != 0 and "metrics.jsonl not found" in str(missing.exception)
