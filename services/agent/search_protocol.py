@@ -103,7 +103,9 @@ def format_search_response(action: str, thought: str | None = None) -> str:
     kind, argument = parse_action(action)
     if kind == "search":
         # a query holding markup would close the channel early: it travels as a tool call instead
-        body = format_tool_call(argument, SEARCH_TOOL) if "<" in argument else f"<search> {argument} </search>"
+        body = (
+            format_tool_call(argument, SEARCH_TOOL) if "<" in argument else f"<search> {argument} </search>"
+        )
     else:
         body = f"<answer> {argument} </answer>"
     return body if thought is None else f"{THINK_OPEN}\n{thought.strip()}\n{THINK_CLOSE}\n\n{body}"

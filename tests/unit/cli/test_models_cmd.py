@@ -13,9 +13,7 @@ from services.models.corpus import alfworld_corpus
 @pytest.fixture
 def small_corpus(monkeypatch):
     """Keep the CLI test fast: the default corpus, truncated."""
-    monkeypatch.setattr(
-        build_module, "zoo_corpus", lambda seed: itertools.islice(alfworld_corpus(seed), 200)
-    )
+    monkeypatch.setattr(build_module, "zoo_corpus", lambda seed: itertools.islice(alfworld_corpus(seed), 200))
 
 
 def test_build_then_path(tmp_path: Path, small_corpus):
