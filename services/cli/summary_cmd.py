@@ -27,13 +27,11 @@ def render(summary: RunSummary, console: Console) -> None:
         split.add_row(phase, f"{time.seconds:.1f}", f"{100 * time.share:.1f}%")
     console.print(split)
     probes = set(summary.probe_steps)
-    depth = Table(title="Controller: applied depth h_roll (P: probe at full depth) and H_hat after the step")
-    depth.add_column("step", justify="right")
-    for i in range(summary.steps):
-        depth.add_column(str(i + 1) + ("P" if i + 1 in probes else ""), justify="right")
-    depth.add_row("h_roll", *(str(h) for h in summary.h_roll))
-    depth.add_row("H_hat", *(str(h) for h in summary.h_hat))
-    console.print(depth)
+    console.print("Controller, per step (P: probe at full depth):")
+    console.print(
+        "  h_roll " + " ".join(f"{h}{'P' if k + 1 in probes else ''}" for k, h in enumerate(summary.h_roll))
+    )
+    console.print("  H_hat  " + " ".join(str(h) for h in summary.h_hat))
     evals = Table(title="Evaluations (Avg@n on the validation split)")
     for col in ("after step", "episodes x n", "success", "Avg@n", "cumulative s"):
         evals.add_column(col, justify="right")
