@@ -36,3 +36,15 @@ def rollout_settings(config: Path, zoo: Path, workers: int = 2) -> TurnOPDSettin
             "rollout_worker": {"num_cpus": 1.0, "restart_timeout_s": 120.0},
         },
     )
+
+
+def smoke_config(tmp_path: Path) -> Path:
+    """configs/smoke.toml on the test caches (games, zoo), writing its run under tmp_path."""
+    games = resolve_cache_dir() / "test-fixtures" / "envs"
+    text = (Path(__file__).resolve().parents[1] / "configs" / "smoke.toml").read_text()
+    text = text.replace("[env_gateway]\n", f'[env_gateway]\ncache_dir = "{games}"\n')
+    text = text.replace("[models]\n", f'[models]\ncache_dir = "{zoo_cache_dir()}"\n')
+    text = text.replace('run_dir = "runs/smoke"', f'run_dir = "{tmp_path / "run"}"')
+    path = tmp_path / "smoke.toml"
+    path.write_text(text)
+    return path

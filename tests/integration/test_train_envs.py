@@ -4,12 +4,12 @@ same pipeline, two steps each, the env's own reward and turn budget in the run d
 from pathlib import Path
 
 import pytest
-from rollout_fixtures import zoo_cache_dir
-from test_train_smoke import smoke_config
+from rollout_fixtures import smoke_config, zoo_cache_dir
 
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
+from services.env_gateway.webshop.vocabulary import CATEGORIES
 from services.orchestrator.pipeline import train
 from services.orchestrator.run_dir import RunDir
 from services.settings import load_settings
@@ -42,5 +42,5 @@ def test_train_runs_on_another_env_through_config_alone(ray_session, tmp_path: P
     assert [r.step for r in turn_stats] == [1, 2]
     [record] = read_jsonl(run.path("eval.jsonl"), EvalRecord)
     assert record.step == 2 and record.split == "valid_unseen" and record.episodes == 2
-    expected = {"search": {"single_hop", "two_hop", "three_hop"}, "webshop": {"webshop"}}[env]
+    expected = {"search": {"single_hop", "two_hop", "three_hop"}, "webshop": set(CATEGORIES)}[env]
     assert set(record.per_task_type) <= expected and record.per_task_type

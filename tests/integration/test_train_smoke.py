@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from rollout_fixtures import zoo_cache_dir
+from rollout_fixtures import smoke_config
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
@@ -13,7 +13,6 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay
 from services.learner.checkpoint import latest_checkpoint
-from services.models.registry import resolve_cache_dir
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.run_dir import RunDir
@@ -21,17 +20,6 @@ from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
-
-
-def smoke_config(tmp_path: Path) -> Path:
-    games = resolve_cache_dir() / "test-fixtures" / "envs"
-    text = (REPO / "configs" / "smoke.toml").read_text()
-    text = text.replace("[env_gateway]\n", f'[env_gateway]\ncache_dir = "{games}"\n')
-    text = text.replace("[models]\n", f'[models]\ncache_dir = "{zoo_cache_dir()}"\n')
-    text = text.replace('run_dir = "runs/smoke"', f'run_dir = "{tmp_path / "run"}"')
-    path = tmp_path / "smoke.toml"
-    path.write_text(text)
-    return path
 
 
 def test_train_smoke_then_resume(ray_session, tmp_path):
