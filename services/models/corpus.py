@@ -18,6 +18,7 @@ from services.agent.chat_format import ALFWORLD_SYSTEM_PROMPT, format_observatio
 from services.agent.tool_calls import (
     ALFWORLD_STEP,
     ParseFailure,
+    ToolSpec,
     format_response,
     format_tool_call,
     inadmissible_action_feedback,
@@ -161,13 +162,18 @@ class _Sampler:
         return "\n".join(parts)
 
 
+def tool_schema_text(tool: ToolSpec) -> str:
+    """The tools block of the system prompt for ``tool``, as the chat template writes it."""
+    return "# Tools\n<tools>\n" + json.dumps(tool.json_schema(), ensure_ascii=False) + "\n</tools>"
+
+
 def chat_format_texts() -> list[str]:
     """The fixed text of the chat format: roles, the tool schema, rejection feedback."""
     failure = parse_response("")
     assert isinstance(failure, ParseFailure)
     return [
         "system\n" + ALFWORLD_SYSTEM_PROMPT,
-        "# Tools\n<tools>\n" + json.dumps(ALFWORLD_STEP.json_schema(), ensure_ascii=False) + "\n</tools>",
+        tool_schema_text(ALFWORLD_STEP),
         'Call a tool with <tool_call>\n{"name": <name>, "arguments": <json object>}\n</tool_call>',
         "user\n",
         "assistant\n",

@@ -9,7 +9,6 @@ anyway. Both come from the default env settings, so the text is fixed by the cod
 no I/O, no torch.
 """
 
-import json
 from collections.abc import Iterator
 from itertools import chain
 
@@ -20,12 +19,13 @@ from services.env_gateway.search.questions import generate_questions
 from services.env_gateway.webshop.catalogue import generate_catalogue
 from services.env_gateway.webshop.goals import make_goal
 from services.env_gateway.webshop.pages import item_page, results_page
-from services.models.corpus import alfworld_corpus
+from services.models.corpus import alfworld_corpus, tool_schema_text
 from services.settings.search_env import SearchEnvSettings
 from services.settings.webshop import WebShopSettings
 
 PASSAGE_REPEATS = 3
 RESULTS_PER_PAGE = 10
+RESULT_PAGES = 5  # WebShop keeps the top 50 results: 5 pages of 10
 
 
 def zoo_corpus(seed: int) -> Iterator[str]:
@@ -62,11 +62,10 @@ def webshop_corpus(settings: WebShopSettings | None = None) -> Iterator[str]:
     for start in range(0, len(products), RESULTS_PER_PAGE):
         page = start // RESULTS_PER_PAGE + 1
         listed = products[start : start + RESULTS_PER_PAGE]
-        yield results_page(instructions[page % len(instructions)], page, 5, len(products), listed)
+        yield results_page(instructions[page % len(instructions)], page, RESULT_PAGES, len(products), listed)
     yield from _protocol_texts(WEBSHOP_PROTOCOL.system_prompt, WEBSHOP_PROTOCOL.tool, "search[shoes]")
 
 
 def _protocol_texts(system_prompt: str, tool: ToolSpec, example: str) -> list[str]:
     """The protocol's fixed prompt text, repeated like the household chat text (cheap to encode)."""
-    schema = "# Tools\n<tools>\n" + json.dumps(tool.json_schema(), ensure_ascii=False) + "\n</tools>"
-    return ["system\n" + system_prompt, schema, format_tool_call(example, tool)] * 20
+    return ["system\n" + system_prompt, tool_schema_text(tool), format_tool_call(example, tool)] * 20

@@ -2,7 +2,7 @@
 
 Both models share one tokenizer (the teacher scores the student's tokens id for id). Sizes are
 chosen for 2 CPU cores: the teacher (~5.2M parameters with the default 8,192-id tokenizer) is
-trained by imitation in about half an hour; the student (~1.4M) is deliberately weaker.
+trained by imitation in about an hour; the student (~1.4M) is deliberately weaker.
 """
 
 from dataclasses import asdict, dataclass

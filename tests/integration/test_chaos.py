@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import ray
-from rollout_fixtures import zoo_cache_dir
+from rollout_fixtures import smoke_config
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
@@ -26,7 +26,6 @@ from services.contracts.operations import ControllerHealth, RestartResult, RunSt
 from services.contracts.orchestrator import StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay
-from services.models.registry import resolve_cache_dir
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.run_client import submit_restart
@@ -66,11 +65,7 @@ num_cpus_per_worker = 0.25
 
 def chaos_config(tmp_path: Path) -> Path:
     """configs/smoke.toml on the test caches, 8 steps, two rollout workers, checkpoints only at the end."""
-    games = resolve_cache_dir() / "test-fixtures" / "envs"
-    text = (REPO / "configs" / "smoke.toml").read_text()
-    text = text.replace("[env_gateway]\n", f'[env_gateway]\ncache_dir = "{games}"\n')
-    text = text.replace("[models]\n", f'[models]\ncache_dir = "{zoo_cache_dir()}"\n')
-    text = text.replace('run_dir = "runs/smoke"', f'run_dir = "{tmp_path / "run"}"')
+    text = smoke_config(tmp_path).read_text()
     for section in ("[optim]", "[eval]", "[cluster]", "[rollout_worker]", "[teacher]", "[learner]"):
         start = text.index(section)
         end = text.find("\n[", start + 1)
