@@ -3,7 +3,7 @@ gateway actions, how an expert action is written as a response, and whether obse
 the admissible actions.
 
 Household envs (alfworld, textworld) use the one-tool ``alfworld_step`` protocol of
-``tool_calls``; the `search` env uses ``search_protocol``.
+``tool_calls``; the `search` env uses ``search_protocol`` and `webshop` ``webshop_protocol``.
 
 Pure module.
 """
@@ -26,6 +26,7 @@ from services.agent.tool_calls import (
     format_response,
     parse_response,
 )
+from services.agent.webshop_protocol import format_webshop_response, parse_webshop_response
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,8 @@ WEBSHOP_SYSTEM_PROMPT = (
 WEBSHOP_PROTOCOL = EnvProtocol(
     tool=WEBSHOP_STEP,
     system_prompt=WEBSHOP_SYSTEM_PROMPT,
-    parse=lambda text: parse_response(text, WEBSHOP_STEP),
-    respond=lambda action, thought: format_response(action, thought, WEBSHOP_STEP),
+    parse=parse_webshop_response,
+    respond=format_webshop_response,
     list_actions=True,
 )
 
