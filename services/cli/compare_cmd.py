@@ -33,7 +33,9 @@ def compare(
     config: Annotated[Path | None, typer.Option(help="Run config (TOML) shared by every run.")] = None,
     methods: Annotated[str, typer.Option(help="Comma-separated methods, in table order.")] = ALL_METHODS,
     seeds: Annotated[int, typer.Option(help="Seeds per method: run.seed, run.seed+1, ...")] = 1,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps K of every run [optim.steps].")] = None,
+    steps: Annotated[
+        int | None, typer.Option(help="Optimizer steps K of every run (config: optim.steps).")
+    ] = None,
 ) -> None:
     """Run every (method, seed) one after another (complete runs reused, partial ones resumed), then summarise."""
     planned = plan_runs(config, parse_methods(methods), seeds, steps, out)

@@ -30,24 +30,24 @@ def replay_cmd(
     snapshots_file: Annotated[
         Path, typer.Argument(help="Probe snapshots, JSONL: step, kl_per_turn, survivors, success_turns.")
     ],
-    steps: Annotated[int | None, typer.Option("--steps", help="K: steps to replay [default: 100].")] = None,
-    ema_alpha: Annotated[float | None, typer.Option(help="EMA weight on H_ctrl [default: 0.3].")] = None,
-    coverage_quantile: Annotated[float | None, typer.Option(help="p of H_cov [default: 0.8].")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="K: steps to replay (default: 100).")] = None,
+    ema_alpha: Annotated[float | None, typer.Option(help="EMA weight on H_ctrl (default: 0.3).")] = None,
+    coverage_quantile: Annotated[float | None, typer.Option(help="p of H_cov (default: 0.8).")] = None,
     min_cov_traj: Annotated[
-        int | None, typer.Option(help="Min successes to refresh H_cov [default: 8].")
+        int | None, typer.Option(help="Min successes to refresh H_cov (default: 8).")
     ] = None,
-    h_min: Annotated[int | None, typer.Option("--h-min", help="H_min clamp [default: 2].")] = None,
+    h_min: Annotated[int | None, typer.Option("--h-min", help="H_min clamp (default: 2).")] = None,
     h_max: Annotated[
-        int | None, typer.Option("--h-max", help="H_max clamp, probe depth, H_bar_0 [default: 50].")
+        int | None, typer.Option("--h-max", help="H_max clamp, probe depth, H_bar_0 (default: 50).")
     ] = None,
-    probe_interval: Annotated[int | None, typer.Option(help="Steps between probes [default: 8].")] = None,
-    warmup_steps: Annotated[int | None, typer.Option(help="Probe-only warm-up steps [default: 3].")] = None,
+    probe_interval: Annotated[int | None, typer.Option(help="Steps between probes (default: 8).")] = None,
+    warmup_steps: Annotated[int | None, typer.Option(help="Probe-only warm-up steps (default: 3).")] = None,
     use_success: Annotated[
         bool | None,
-        typer.Option("--use-success/--all-trajectories", help="H_cov from successes [default] or all."),
+        typer.Option("--use-success/--all-trajectories", help="H_cov from successes (the default) or all."),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(help="TOML config whose [depth] and [optim] give the defaults.")
+        Path | None, typer.Option(help="TOML config whose depth and optim sections give the defaults.")
     ] = None,
 ) -> None:
     """Replay the controller over logged probes; print one JSON line per step 1..K."""

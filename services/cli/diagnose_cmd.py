@@ -100,15 +100,15 @@ def render(report: DiagnosisReport, console: Console) -> None:
 def diagnose(
     run_dir: Annotated[Path, typer.Argument(help=f"Run directory holding {TURN_STATS_FILE}.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
-    min_survivors: Annotated[int | None, typer.Option(help="Support: min survivors [default: 8].")] = None,
+    min_survivors: Annotated[int | None, typer.Option(help="Support: min survivors (default: 8).")] = None,
     min_survivor_frac: Annotated[
-        float | None, typer.Option(help="Support: min share of turn 0 [default: 0.1].")
+        float | None, typer.Option(help="Support: min share of turn 0 (default: 0.1).")
     ] = None,
     min_step_frac: Annotated[
-        float | None, typer.Option(help="Reliable: min share of steps [default: 0.6].")
+        float | None, typer.Option(help="Reliable: min share of steps (default: 0.6).")
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(help="TOML config giving [blend] and [diagnostics] values.")
+        Path | None, typer.Option(help="TOML config giving the blend and diagnostics sections.")
     ] = None,
 ) -> None:
     """Per-turn KL, survivors, success/failure gap, loss share and deep-budget statistics of a run."""

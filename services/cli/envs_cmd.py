@@ -26,7 +26,9 @@ SplitOption = Annotated[
 ]
 TaskOption = Annotated[list[str] | None, typer.Option("--task-type", help="Only these task types.")]
 JobsOption = Annotated[int, typer.Option(min=1, help="Parallel generator processes.")]
-ConfigOption = Annotated[Path | None, typer.Option(help="TOML config whose [env_gateway] sizes the pools.")]
+ConfigOption = Annotated[
+    Path | None, typer.Option(help="TOML config whose env_gateway section sizes the pools.")
+]
 
 
 def _choices(values: list[str] | None, allowed: tuple[str, ...], what: str) -> list[str]:

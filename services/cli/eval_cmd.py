@@ -38,20 +38,24 @@ def eval_(
     model: Annotated[
         str, typer.Option(help="Checkpoint: 'teacher', 'student', another zoo name, or a path.")
     ],
-    env: Annotated[str | None, typer.Option(help="Env backend [rollout.env].")] = None,
+    env: Annotated[str | None, typer.Option(help="Env backend (config: rollout.env).")] = None,
     split: Annotated[str, typer.Option(help="Game split.")] = "valid_unseen",
     episodes: Annotated[int, typer.Option(min=1, help="Games to play (task types round-robin).")] = 30,
-    n: Annotated[int | None, typer.Option(min=1, help="Samples per game [eval.val_n].")] = None,
+    n: Annotated[int | None, typer.Option(min=1, help="Samples per game (config: eval.val_n).")] = None,
     temperature: Annotated[
-        float | None, typer.Option(min=0.0, help="Sampling temperature [eval.val_temperature].")
+        float | None, typer.Option(min=0.0, help="Sampling temperature (config: eval.val_temperature).")
     ] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1, help="Turn cap [rollout.max_turns].")] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Turn cap (config: rollout.max_turns).")
+    ] = None,
     max_new_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Tokens per response [models.max_new_tokens].")
+        int | None, typer.Option(min=1, help="Tokens per response (config: models.max_new_tokens).")
     ] = None,
-    seed: Annotated[int | None, typer.Option(min=0, help="Seed of games and sampling [run.seed].")] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="Seed of games and sampling (config: run.seed).")
+    ] = None,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Rollout workers [cluster.rollout_workers].")
+        int | None, typer.Option(min=1, help="Rollout workers (config: cluster.rollout_workers).")
     ] = None,
     env_url: Annotated[
         str | None, typer.Option(help="A running env gateway (default: start one for this run).")

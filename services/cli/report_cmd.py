@@ -14,13 +14,13 @@ def report(
     out: Annotated[Path, typer.Option(help="Where report.html, report.md and the PNG figures go.")],
     smooth: Annotated[int, typer.Option(help="Trailing window (steps) of the smoothed line panels.")] = 5,
     min_survivors: Annotated[
-        int | None, typer.Option(help="Reliable prefix: min survivors [run's config].")
+        int | None, typer.Option(help="Reliable prefix: min survivors (default: the run's config).")
     ] = None,
     min_survivor_frac: Annotated[
-        float | None, typer.Option(help="Reliable prefix: min share of turn 0 [run's config].")
+        float | None, typer.Option(help="Reliable prefix: min share of turn 0 (default: the run's config).")
     ] = None,
     min_step_frac: Annotated[
-        float | None, typer.Option(help="Reliable prefix: min share of steps [run's config].")
+        float | None, typer.Option(help="Reliable prefix: min share of steps (default: the run's config).")
     ] = None,
 ) -> None:
     """Figures (turn KL + teacher entropy, G_t by phase, loss share, controller, frontier) and tables."""

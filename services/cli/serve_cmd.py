@@ -29,8 +29,8 @@ def env_gateway(
 
 @app.command("retrieval")
 def retrieval(
-    host: Annotated[str | None, typer.Option(help="Bind address [retrieval_server.host].")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [retrieval_server.port].")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (config: retrieval_server.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (config: retrieval_server.port).")] = None,
     corpus: Annotated[
         Path | None, typer.Option(help="Search-R1 corpus JSONL (default: the search env's encyclopedia).")
     ] = None,
@@ -58,10 +58,15 @@ def retrieval(
 
 @app.command("webshop")
 def webshop(
-    host: Annotated[str | None, typer.Option(help="Bind address [env_gateway.webshop.server_host].")] = None,
-    port: Annotated[int | None, typer.Option(help="Port [env_gateway.webshop.server_port].")] = None,
+    host: Annotated[
+        str | None, typer.Option(help="Bind address (config: env_gateway.webshop.server_host).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (config: env_gateway.webshop.server_port).")] = None,
     max_envs: Annotated[
-        int | None, typer.Option(min=1, help="Open envs before /create answers 503 [server_max_envs].")
+        int | None,
+        typer.Option(
+            min=1, help="Open envs before /create answers 503 (config: env_gateway.webshop.server_max_envs)."
+        ),
     ] = None,
     config: ConfigOption = None,
 ) -> None:
@@ -76,12 +81,14 @@ def webshop(
 
 @app.command("teacher")
 def teacher(
-    model: Annotated[str | None, typer.Option(help="Teacher checkpoint directory [teacher.model].")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port [default: 8000].")] = None,
-    host: Annotated[str | None, typer.Option(help="HTTP bind address [default: 127.0.0.1].")] = None,
-    engine: Annotated[str | None, typer.Option(help="transformers or vllm [default: transformers].")] = None,
-    device: Annotated[str | None, typer.Option(help="Torch device: cpu, cuda, auto [default: cpu].")] = None,
-    replicas: Annotated[int | None, typer.Option(help="Replicas [default: 1].")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Teacher checkpoint directory (config: teacher.model).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default: 8000).")] = None,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default: 127.0.0.1).")] = None,
+    engine: Annotated[str | None, typer.Option(help="transformers or vllm (default: transformers).")] = None,
+    device: Annotated[str | None, typer.Option(help="Torch device: cpu, cuda, auto (default: cpu).")] = None,
+    replicas: Annotated[int | None, typer.Option(help="Replicas (default: 1).")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Serve the teacher's top-K log-probs as a Ray Serve app: POST /v1/score, GET /healthz, GET /metrics."""

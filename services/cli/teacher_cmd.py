@@ -49,17 +49,19 @@ class _CollectBar(CollectProgress):
 @app.command("train")
 def train(
     episodes: Annotated[
-        int | None, typer.Option(min=1, help="Expert episodes to train on [sft.episodes].")
+        int | None, typer.Option(min=1, help="Expert episodes to train on (config: sft.episodes).")
     ] = None,
     epochs: Annotated[
-        float | None, typer.Option(min=0.0, help="Passes over the episodes [sft.epochs].")
+        float | None, typer.Option(min=0.0, help="Passes over the episodes (config: sft.epochs).")
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(min=0, help="Seed of games, data order and run [sft.seed].")
+        int | None, typer.Option(min=0, help="Seed of games, data order and run (config: sft.seed).")
     ] = None,
-    out: Annotated[str | None, typer.Option(help="Zoo name or path to save the model as [sft.out].")] = None,
-    base: Annotated[str | None, typer.Option(help="Model to start from [sft.base].")] = None,
-    lr: Annotated[float | None, typer.Option(min=0.0, help="Peak learning rate [sft.lr].")] = None,
+    out: Annotated[
+        str | None, typer.Option(help="Zoo name or path to save the model as (config: sft.out).")
+    ] = None,
+    base: Annotated[str | None, typer.Option(help="Model to start from (config: sft.base).")] = None,
+    lr: Annotated[float | None, typer.Option(min=0.0, help="Peak learning rate (config: sft.lr).")] = None,
     env_url: Annotated[
         str | None, typer.Option(help="A running env gateway (default: start one for the collection).")
     ] = None,

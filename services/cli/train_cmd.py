@@ -26,8 +26,8 @@ def train(
     method: Annotated[
         Method | None, typer.Option(help="turnopd, vanilla, adaptive-depth, blend, turn-norm, tcod.")
     ] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps K [optim.steps].")] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Run directory [run.run_dir].")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps K (config: optim.steps).")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run directory (config: run.run_dir).")] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Continue the run in this directory from its last checkpoint.")
     ] = None,
