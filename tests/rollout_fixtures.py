@@ -1,11 +1,15 @@
-"""Shared pieces of the rollout integration tests: the test zoo, a gateway config, pool settings."""
+"""Shared pieces of the rollout integration tests: the test zoo, a gateway config, pool settings, and
+an engine that replays rendered expert episodes."""
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from services.errors import ConflictError
 from services.models.build import build_zoo
 from services.models.registry import resolve_cache_dir
+from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
 from services.settings import TurnOPDSettings, load_settings
+from services.teacher_training.rendering import RenderedEpisode
 
 
 def zoo_cache_dir() -> Path:
@@ -48,3 +52,37 @@ def smoke_config(tmp_path: Path) -> Path:
     path = tmp_path / "smoke.toml"
     path.write_text(text)
     return path
+
+
+class ReplayEngine(GenerationEngine):
+    """Answers a prompt that is a rendered episode's prefix with that episode's next response ids:
+    the agent loop driven by it must show exactly the text teacher training renders."""
+
+    kind = "transformers"
+
+    def __init__(self, episodes: Sequence[RenderedEpisode], end_of_turn: int) -> None:
+        self._answers: dict[tuple[int, ...], list[int]] = {
+            tuple(e.token_ids[:start]): e.token_ids[start:end]
+            for e in episodes
+            for start, end in e.response_spans
+        }
+        self._end = end_of_turn
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
+        answers = [self._answers[tuple(p)] for p in prompts]  # KeyError: the loop showed other text
+        return [Generation(a, [0.0] * len(a), "stop") for a in answers]
+
+    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
+        raise NotImplementedError
+
+    @property
+    def weights_version(self) -> int:
+        return 0
+
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        return (self._end,)
+
+    @property
+    def max_positions(self) -> int:
+        return 8192

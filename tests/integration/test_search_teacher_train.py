@@ -3,11 +3,10 @@ gateway, a few SFT steps, and the proof that the training sequences are what the
 records when the model answers like the expert (same chat, tool and Search-R1 prompt)."""
 
 import asyncio
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from rollout_fixtures import zoo_cache_dir
+from rollout_fixtures import ReplayEngine, zoo_cache_dir
 
 from services.agent.chat_format import ChatFormat
 from services.agent.env_protocols import SEARCH_PROTOCOL
@@ -16,45 +15,11 @@ from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
 from services.settings import load_settings
 from services.teacher_training.pipeline import expert_dataset, train_teacher
-from services.teacher_training.rendering import RenderedEpisode, render_episodes
+from services.teacher_training.rendering import render_episodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-class ReplayEngine(GenerationEngine):
-    """Answers a prompt that is a rendered episode's prefix with that episode's next response ids."""
-
-    kind = "transformers"
-
-    def __init__(self, episodes: Sequence[RenderedEpisode], end_of_turn: int) -> None:
-        self._answers = {
-            tuple(e.token_ids[:start]): e.token_ids[start:end]
-            for e in episodes
-            for start, end in e.response_spans
-        }
-        self._end = end_of_turn
-
-    def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
-        answers = [self._answers[tuple(p)] for p in prompts]  # KeyError: the loop showed other text
-        return [Generation(a, [0.0] * len(a), "stop") for a in answers]
-
-    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
-        raise NotImplementedError
-
-    @property
-    def weights_version(self) -> int:
-        return 0
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return (self._end,)
-
-    @property
-    def max_positions(self) -> int:
-        return 8192
 
 
 def test_collect_and_train_on_search_and_match_the_agent_loop(tmp_path: Path, test_cache_dir: Path):
