@@ -18,7 +18,11 @@ token-after-token copy (an induction step), the easiest kind for a tiny model. P
 torch, no I/O.
 """
 
-from services.contracts.expert_data import ExpertEpisode
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from services.contracts.expert_data import ExpertEpisode, ExpertTurn
 from services.env_gateway.household.expert import HouseholdExpert
 from services.env_gateway.household.observations import RoomKnowledge, kind
 from services.env_gateway.household.tasks import APPLIANCES, HouseholdGoal
@@ -77,32 +81,78 @@ def _at(room: RoomKnowledge) -> str:
     return f"{room.location} closed" if room.closed.get(room.location, False) else room.location
 
 
-def thought(goal: HouseholdGoal, room: RoomKnowledge) -> str:
-    """What the expert knows before its next action, in one line."""
+def thought(goal: HouseholdGoal, room: RoomKnowledge, seen: str | None = None) -> str:
+    """What the expert knows before its next action, in one line (``seen`` overrides that field)."""
     unsearched = [r for r in room.receptacles if not room.searched(r)]
     return (
-        f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {_seen(goal, room)}. "
+        f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {seen or _seen(goal, room)}. "
         f"at: {_at(room)}. unsearched: {' '.join(unsearched) or 'none'}."
     )
 
 
-def expert_thoughts(episode: ExpertEpisode) -> list[str]:
-    """One thought per turn, each from the history before that turn's action.
+@dataclass(frozen=True)
+class FalseSighting:
+    """A mistaken belief, acted on: the thought claims an object where there is none, and the
+    action takes it (inadmissible, so the game rejects it)."""
+
+    thought: str
+    action: str
+
+
+def false_sighting(
+    goal: HouseholdGoal, room: RoomKnowledge, admissible: Sequence[str], rng: random.Random
+) -> FalseSighting | None:
+    """The error a small policy makes most after searching a place: it "sees" a target (or an
+    object from elsewhere) there and tries to take it. None when the agent is not standing at a
+    searched, open place with free hands."""
+    place = room.location
+    if place is None or room.holding is not None or room.closed.get(place, False) or not room.searched(place):
+        return None
+    here = set(room.contents.get(place, []))
+    elsewhere = [o for r, items in sorted(room.contents.items()) if r != place for o in items]
+    candidates = [
+        name
+        for name in dict.fromkeys([f"{goal.obj} {n}" for n in (1, 2, 3)] + elsewhere)
+        if name not in here and f"take {name} from {place}" not in admissible
+    ]
+    if not candidates:
+        return None
+    claimed = rng.choice(candidates)
+    return FalseSighting(thought(goal, room, seen=f"{claimed} in {place}"), f"take {claimed} from {place}")
+
+
+def _replay(
+    episode: ExpertEpisode,
+) -> Iterator[tuple[ExpertTurn, HouseholdGoal, RoomKnowledge, Sequence[str]]]:
+    """(turn, goal, knowledge before the turn, admissible before the turn) for every turn.
 
     The gateway's expert is replayed alongside, and its choice must be the recorded action on every
-    expert turn: the thoughts describe exactly the knowledge the demonstrated actions came from.
-    A detour turn gets the same thought (what was known before it), then its outcome is observed.
+    expert turn: what is derived from the knowledge is exactly what the demonstrated actions came
+    from. A detour turn gets the knowledge before it, then its outcome is observed.
     """
     start = episode.start
     expert = HouseholdExpert(start.objective, start.observation)
-    if expert.goal is None:
+    goal = expert.goal
+    if goal is None:
         raise InputError(f"episode {start.game_id}: objective {start.objective!r} is not a household goal")
-    thoughts = []
-    admissible = start.admissible_actions
+    admissible: Sequence[str] = start.admissible_actions
     for turn in episode.turns:
         if not turn.detour and expert.next_action(admissible) != turn.action:
             raise InputError(f"episode {start.game_id}: the expert replay disagrees at {turn.action!r}")
-        thoughts.append(thought(expert.goal, expert.room))
+        yield turn, goal, expert.room, admissible
         expert.observe(turn.action, turn.result.observation)
         admissible = turn.result.admissible_actions
-    return thoughts
+
+
+def expert_thoughts(episode: ExpertEpisode) -> list[str]:
+    """One thought per turn, each from the history before that turn's action."""
+    return [thought(goal, room) for _, goal, room, _ in _replay(episode)]
+
+
+def false_sightings(episode: ExpertEpisode, rate: float, rng: random.Random) -> list[FalseSighting | None]:
+    """Per turn, with chance ``rate`` before an expert turn, a false sighting to render (and reject)
+    before it; None elsewhere."""
+    return [
+        false_sighting(goal, room, admissible, rng) if not turn.detour and rng.random() < rate else None
+        for turn, goal, room, admissible in _replay(episode)
+    ]

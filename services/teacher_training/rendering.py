@@ -23,7 +23,7 @@ from services.rollout_worker.episode_text import (
     inadmissible_observation,
     step_observation,
 )
-from services.teacher_training.expert_thoughts import expert_thoughts
+from services.teacher_training.expert_thoughts import FalseSighting, expert_thoughts, false_sightings
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ def render_episode(
     seed: int = 0,
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
+    false_seen_rate: float = 0.0,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
@@ -82,11 +83,19 @@ def render_episode(
     turns are supervised. Detour turns (collected) and rejected attempts (inserted here with chance
     ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered as play
     renders them (the rejection's feedback is the agent loop's) but are not targets: the model
-    learns what to do after a mistake, never the mistake.
+    learns what to do after a mistake, never the mistake. With ``false_seen_rate`` (household, with
+    thoughts) an expert turn may follow a *false sighting*: a thought claiming an object that is not
+    where the agent stands and the attempt to take it, rejected; the expert's turn after it thinks
+    afresh from the observations, which teaches the model not to copy a wrong belief forward.
     """
     household = protocol is HOUSEHOLD_PROTOCOL
     thoughts: list[str | None] = (
         list(expert_thoughts(episode)) if think and household else [None] * len(episode.turns)
+    )
+    sightings: list[FalseSighting | None] = (
+        false_sightings(episode, false_seen_rate, random.Random(f"{seed}:{episode.start.game_id}:seen"))
+        if think and household and false_seen_rate > 0.0
+        else [None] * len(episode.turns)
     )
     if not household:
         reject_rate = 0.0
@@ -97,7 +106,12 @@ def render_episode(
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
     kept_length, kept_spans, spans = len(conversation), 0, []
-    for index, (turn, thought) in enumerate(zip(episode.turns, thoughts, strict=True)):
+    for index, (turn, thought, sighting) in enumerate(zip(episode.turns, thoughts, sightings, strict=True)):
+        if sighting is not None:
+            conversation.add_response_text(expert_response(sighting.action, sighting.thought, protocol))
+            conversation.add_observation(
+                inadmissible_observation(sighting.action, admissible_seen[-1], listed)
+            )
         attempt = None
         if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
             attempt = rejected_attempt(admissible_seen, location, rng)
@@ -131,8 +145,18 @@ def render_episodes(
     seed: int = 0,
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
+    false_seen_rate: float = 0.0,
 ) -> list[RenderedEpisode]:
     return [
-        render_episode(chat, episode, max_tokens, think, reject_rate, seed, protocol=protocol)
+        render_episode(
+            chat,
+            episode,
+            max_tokens,
+            think,
+            reject_rate,
+            seed,
+            protocol=protocol,
+            false_seen_rate=false_seen_rate,
+        )
         for episode in episodes
     ]

@@ -60,3 +60,33 @@ def test_an_episode_that_strays_from_the_expert_is_refused():
     )
     with pytest.raises(InputError, match="not a household goal"):
         expert_thoughts(free_form)
+
+
+def test_a_false_sighting_claims_an_absent_object_where_the_agent_stands_and_takes_it():
+    import random
+
+    from services.teacher_training.expert_thoughts import false_sighting
+
+    goal = HouseholdGoal("pick_and_place", obj="apple", recep="drawer")
+    room = RoomKnowledge(
+        receptacles=["countertop 1", "drawer 1", "shelf 1"],
+        location="countertop 1",
+        contents={"countertop 1": ["apple 1", "pan 1"], "shelf 1": ["mug 2"]},
+        closed={"countertop 1": False},
+    )
+    admissible = ["take apple 1 from countertop 1", "take pan 1 from countertop 1", "go to drawer 1"]
+    rng = random.Random(0)
+    sightings = [false_sighting(goal, room, admissible, rng) for _ in range(60)]
+    claimed = {s.action.removeprefix("take ").removesuffix(" from countertop 1") for s in sightings if s}
+    assert claimed == {"apple 2", "apple 3", "mug 2"}  # never what is really here
+    for s in sightings:
+        assert s is not None and s.action not in admissible
+        name = s.action.removeprefix("take ").removesuffix(" from countertop 1")
+        assert s.thought == thought(goal, room).replace(
+            "seen: apple 1 in countertop 1.", f"seen: {name} in countertop 1."
+        )
+    for change in ({"holding": "pen 1"}, {"location": None}, {"location": "drawer 1"}):
+        other = RoomKnowledge(**{**room.__dict__, **change})
+        assert false_sighting(goal, other, admissible, rng) is None  # hands full, nowhere, unsearched
+    closed = RoomKnowledge(**{**room.__dict__, "closed": {"countertop 1": True}})
+    assert false_sighting(goal, closed, admissible, rng) is None

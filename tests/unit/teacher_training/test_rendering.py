@@ -156,3 +156,23 @@ def test_a_webshop_chat_teaches_the_webshop_tool(chat: ChatFormat, episode: Expe
     text = decode(chat, rendered.token_ids[start:end])
     assert text == format_tool_call(episode.turns[0].action, WEBSHOP_STEP) + "<|im_end|>"
     assert "webshop_step" in decode(chat, rendered.token_ids[:start])
+
+
+def test_false_sightings_are_rejected_and_the_expert_thinks_afresh_after_them(
+    chat: ChatFormat, episode: ExpertEpisode
+):
+    plain = render_episode(chat, episode)
+    noisy = render_episode(chat, episode, seed=1, false_seen_rate=0.99)
+    assert noisy == render_episode(chat, episode, seed=1, false_seen_rate=0.99)  # seeded
+    text = decode(chat, noisy.token_ids)
+    # Only turn 1 stands at a searched, open place with free hands: one false sighting, before it.
+    assert text.count("is not an admissible action here") == 1
+    before, after = text.split("is not an admissible action here")
+    claimed = next(n for n in ("apple 2", "apple 3") if f"seen: {n} in countertop 1." in before)
+    assert f'"take {claimed} from countertop 1"' in before.rsplit("<|im_start|>assistant", 1)[1]
+    assert "seen: apple 1 in countertop 1." in after.split("</think>")[0]  # the true belief again
+    supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
+    assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert render_episode(chat, episode, think=False, false_seen_rate=0.99) == render_episode(
+        chat, episode, think=False
+    )
