@@ -42,13 +42,13 @@ class SFTSettings(Section):
         description="Chance per expert turn of a rejected, inadmissible attempt first (rendered with the "
         "agent loop's feedback; never a training target; household games only).",
     )
-    false_seen_rate: float = Field(
+    false_belief_rate: float = Field(
         0.0,
         ge=0.0,
         lt=1.0,
-        description="Chance per expert turn of a false sighting first: a thought claiming an object where "
-        "there is none and the rejected attempt to take it (never a training target; household games "
-        "with thoughts only). Teaches thinking afresh after a rejection instead of copying the belief.",
+        description="Chance per expert turn of a false belief acted on first (an absent object 'seen' and taken, "
+        "or a receptacle the room lacks gone to), rejected by the agent loop (never a training target; "
+        "household games with thoughts only). Teaches thinking afresh instead of copying the belief.",
     )
     collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
     epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")

@@ -81,29 +81,47 @@ def _at(room: RoomKnowledge) -> str:
     return f"{room.location} closed" if room.closed.get(room.location, False) else room.location
 
 
-def thought(goal: HouseholdGoal, room: RoomKnowledge, seen: str | None = None) -> str:
-    """What the expert knows before its next action, in one line (``seen`` overrides that field)."""
-    unsearched = [r for r in room.receptacles if not room.searched(r)]
+def thought(
+    goal: HouseholdGoal, room: RoomKnowledge, seen: str | None = None, unsearched: Sequence[str] | None = None
+) -> str:
+    """What the expert knows before its next action, in one line (``seen`` and ``unsearched``
+    override those fields)."""
+    if unsearched is None:
+        unsearched = [r for r in room.receptacles if not room.searched(r)]
     return (
         f"{_task(goal, room)}. holding: {_holding(goal, room)}. seen: {seen or _seen(goal, room)}. "
         f"at: {_at(room)}. unsearched: {' '.join(unsearched) or 'none'}."
     )
 
 
+# Receptacle kinds common in ALFWorld rooms: what a small policy "remembers" into a room without one.
+_COMMON_RECEPTACLES = (
+    "bed",
+    "cabinet",
+    "countertop",
+    "desk",
+    "diningtable",
+    "drawer",
+    "dresser",
+    "shelf",
+    "sidetable",
+    "sofa",
+)
+
+
 @dataclass(frozen=True)
-class FalseSighting:
-    """A mistaken belief, acted on: the thought claims an object where there is none, and the
-    action takes it (inadmissible, so the game rejects it)."""
+class FalseBelief:
+    """A mistaken belief, acted on: the thought is wrong and so is the action it leads to (one the
+    game does not admit, so the agent loop rejects it)."""
 
     thought: str
     action: str
 
 
-def false_sighting(
+def _absent_object(
     goal: HouseholdGoal, room: RoomKnowledge, admissible: Sequence[str], rng: random.Random
-) -> FalseSighting | None:
-    """The error a small policy makes most after searching a place: it "sees" a target (or an
-    object from elsewhere) there and tries to take it. None when the agent is not standing at a
+) -> FalseBelief | None:
+    """It "sees" a target (or an object from elsewhere) where it stands and takes it; only at a
     searched, open place with free hands."""
     place = room.location
     if place is None or room.holding is not None or room.closed.get(place, False) or not room.searched(place):
@@ -118,7 +136,34 @@ def false_sighting(
     if not candidates:
         return None
     claimed = rng.choice(candidates)
-    return FalseSighting(thought(goal, room, seen=f"{claimed} in {place}"), f"take {claimed} from {place}")
+    return FalseBelief(thought(goal, room, seen=f"{claimed} in {place}"), f"take {claimed} from {place}")
+
+
+def _phantom_receptacle(
+    goal: HouseholdGoal, room: RoomKnowledge, admissible: Sequence[str], rng: random.Random
+) -> FalseBelief | None:
+    """It lists a receptacle the room does not have first among the unsearched and goes there."""
+    candidates = [
+        name
+        for name in (f"{k} 1" for k in _COMMON_RECEPTACLES)
+        if name not in room.receptacles and f"go to {name}" not in admissible
+    ]
+    if not candidates:
+        return None
+    phantom = rng.choice(candidates)
+    unsearched = [phantom, *(r for r in room.receptacles if not room.searched(r))]
+    return FalseBelief(thought(goal, room, unsearched=unsearched), f"go to {phantom}")
+
+
+def false_belief(
+    goal: HouseholdGoal, room: RoomKnowledge, admissible: Sequence[str], rng: random.Random
+) -> FalseBelief | None:
+    """One of the two errors the household teacher made most in play, each followed there by the
+    same thought and action until the turn cap: an absent object "seen" where it stands (when
+    there is such a place), or a receptacle the room lacks at the head of ``unsearched``."""
+    kinds = [_absent_object, _phantom_receptacle]
+    rng.shuffle(kinds)
+    return kinds[0](goal, room, admissible, rng) or kinds[1](goal, room, admissible, rng)
 
 
 def _replay(
@@ -149,10 +194,10 @@ def expert_thoughts(episode: ExpertEpisode) -> list[str]:
     return [thought(goal, room) for _, goal, room, _ in _replay(episode)]
 
 
-def false_sightings(episode: ExpertEpisode, rate: float, rng: random.Random) -> list[FalseSighting | None]:
-    """Per turn, with chance ``rate`` before an expert turn, a false sighting to render (and reject)
+def false_beliefs(episode: ExpertEpisode, rate: float, rng: random.Random) -> list[FalseBelief | None]:
+    """Per turn, with chance ``rate`` before an expert turn, a false belief to render (and reject)
     before it; None elsewhere."""
     return [
-        false_sighting(goal, room, admissible, rng) if not turn.detour and rng.random() < rate else None
+        false_belief(goal, room, admissible, rng) if not turn.detour and rng.random() < rate else None
         for turn, goal, room, admissible in _replay(episode)
     ]

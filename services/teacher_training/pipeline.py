@@ -209,7 +209,7 @@ def train_teacher(
         sft.reject_rate,
         sft.seed,
         protocol=protocol,
-        false_seen_rate=sft.false_seen_rate,
+        false_belief_rate=sft.false_belief_rate,
     )
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)

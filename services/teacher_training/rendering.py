@@ -23,7 +23,7 @@ from services.rollout_worker.episode_text import (
     inadmissible_observation,
     step_observation,
 )
-from services.teacher_training.expert_thoughts import FalseSighting, expert_thoughts, false_sightings
+from services.teacher_training.expert_thoughts import FalseBelief, expert_thoughts, false_beliefs
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def render_episode(
     seed: int = 0,
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
-    false_seen_rate: float = 0.0,
+    false_belief_rate: float = 0.0,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
@@ -83,18 +83,19 @@ def render_episode(
     turns are supervised. Detour turns (collected) and rejected attempts (inserted here with chance
     ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered as play
     renders them (the rejection's feedback is the agent loop's) but are not targets: the model
-    learns what to do after a mistake, never the mistake. With ``false_seen_rate`` (household, with
-    thoughts) an expert turn may follow a *false sighting*: a thought claiming an object that is not
-    where the agent stands and the attempt to take it, rejected; the expert's turn after it thinks
-    afresh from the observations, which teaches the model not to copy a wrong belief forward.
+    learns what to do after a mistake, never the mistake. With ``false_belief_rate`` (household, with
+    thoughts) an expert turn may follow a *false belief* acted on (``expert_thoughts.false_belief``:
+    an absent object "seen" and taken, or a receptacle the room lacks gone to), rejected; the
+    expert's turn after it thinks afresh from the observations, which teaches the model not to copy
+    a wrong belief forward.
     """
     household = protocol is HOUSEHOLD_PROTOCOL
     thoughts: list[str | None] = (
         list(expert_thoughts(episode)) if think and household else [None] * len(episode.turns)
     )
-    sightings: list[FalseSighting | None] = (
-        false_sightings(episode, false_seen_rate, random.Random(f"{seed}:{episode.start.game_id}:seen"))
-        if think and household and false_seen_rate > 0.0
+    beliefs: list[FalseBelief | None] = (
+        false_beliefs(episode, false_belief_rate, random.Random(f"{seed}:{episode.start.game_id}:seen"))
+        if think and household and false_belief_rate > 0.0
         else [None] * len(episode.turns)
     )
     if not household:
@@ -106,12 +107,10 @@ def render_episode(
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
     kept_length, kept_spans, spans = len(conversation), 0, []
-    for index, (turn, thought, sighting) in enumerate(zip(episode.turns, thoughts, sightings, strict=True)):
-        if sighting is not None:
-            conversation.add_response_text(expert_response(sighting.action, sighting.thought, protocol))
-            conversation.add_observation(
-                inadmissible_observation(sighting.action, admissible_seen[-1], listed)
-            )
+    for index, (turn, thought, belief) in enumerate(zip(episode.turns, thoughts, beliefs, strict=True)):
+        if belief is not None:
+            conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
+            conversation.add_observation(inadmissible_observation(belief.action, admissible_seen[-1], listed))
         attempt = None
         if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
             attempt = rejected_attempt(admissible_seen, location, rng)
@@ -145,7 +144,7 @@ def render_episodes(
     seed: int = 0,
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
-    false_seen_rate: float = 0.0,
+    false_belief_rate: float = 0.0,
 ) -> list[RenderedEpisode]:
     return [
         render_episode(
@@ -156,7 +155,7 @@ def render_episodes(
             reject_rate,
             seed,
             protocol=protocol,
-            false_seen_rate=false_seen_rate,
+            false_belief_rate=false_belief_rate,
         )
         for episode in episodes
     ]

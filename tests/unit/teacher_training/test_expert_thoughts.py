@@ -62,10 +62,10 @@ def test_an_episode_that_strays_from_the_expert_is_refused():
         expert_thoughts(free_form)
 
 
-def test_a_false_sighting_claims_an_absent_object_where_the_agent_stands_and_takes_it():
+def test_a_false_belief_claims_an_absent_object_where_the_agent_stands_and_takes_it():
     import random
 
-    from services.teacher_training.expert_thoughts import false_sighting
+    from services.teacher_training.expert_thoughts import _absent_object as false_sighting
 
     goal = HouseholdGoal("pick_and_place", obj="apple", recep="drawer")
     room = RoomKnowledge(
@@ -90,3 +90,22 @@ def test_a_false_sighting_claims_an_absent_object_where_the_agent_stands_and_tak
         assert false_sighting(goal, other, admissible, rng) is None  # hands full, nowhere, unsearched
     closed = RoomKnowledge(**{**room.__dict__, "closed": {"countertop 1": True}})
     assert false_sighting(goal, closed, admissible, rng) is None
+
+
+def test_a_false_belief_can_put_a_receptacle_the_room_lacks_first_and_go_there():
+    import random
+
+    from services.teacher_training.expert_thoughts import false_belief
+
+    goal = HouseholdGoal("pick_and_place", obj="apple", recep="drawer")
+    room = RoomKnowledge(receptacles=["bed 1", "shelf 1", "shelf 2"], contents={"shelf 1": []})
+    rng = random.Random(0)
+    beliefs = [
+        false_belief(goal, room, ["go to bed 1", "go to shelf 1", "go to shelf 2"], rng) for _ in range(30)
+    ]
+    for belief in beliefs:  # nowhere to stand: only the phantom receptacle is possible
+        assert belief is not None and belief.action.startswith("go to ")
+        phantom = belief.action.removeprefix("go to ")
+        assert phantom.endswith(" 1") and phantom not in room.receptacles
+        assert belief.thought.endswith(f"unsearched: {phantom} bed 1 shelf 2.")
+    assert len({b.action for b in beliefs if b}) > 3

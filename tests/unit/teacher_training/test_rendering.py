@@ -158,21 +158,31 @@ def test_a_webshop_chat_teaches_the_webshop_tool(chat: ChatFormat, episode: Expe
     assert "webshop_step" in decode(chat, rendered.token_ids[:start])
 
 
-def test_false_sightings_are_rejected_and_the_expert_thinks_afresh_after_them(
+def test_false_beliefs_are_rejected_and_the_expert_thinks_afresh_after_them(
     chat: ChatFormat, episode: ExpertEpisode
 ):
+    import re
+
     plain = render_episode(chat, episode)
-    noisy = render_episode(chat, episode, seed=1, false_seen_rate=0.99)
-    assert noisy == render_episode(chat, episode, seed=1, false_seen_rate=0.99)  # seeded
+    noisy = render_episode(chat, episode, seed=1, false_belief_rate=0.99)
+    assert noisy == render_episode(chat, episode, seed=1, false_belief_rate=0.99)  # seeded
     text = decode(chat, noisy.token_ids)
-    # Only turn 1 stands at a searched, open place with free hands: one false sighting, before it.
-    assert text.count("is not an admissible action here") == 1
-    before, after = text.split("is not an admissible action here")
-    claimed = next(n for n in ("apple 2", "apple 3") if f"seen: {n} in countertop 1." in before)
-    assert f'"take {claimed} from countertop 1"' in before.rsplit("<|im_start|>assistant", 1)[1]
-    assert "seen: apple 1 in countertop 1." in after.split("</think>")[0]  # the true belief again
+    attempts = re.findall(
+        r'"action": "([^"]+)"\}\}\n</tool_call><\|im_end\|>\n<\|im_start\|>user\n'
+        r"<tool_response>\nNothing happens",
+        text,
+    )
+    assert len(attempts) >= 4  # nearly every one of the 5 expert turns
+    room = ("countertop 1", "drawer 1", "sinkbasin 1")
+    for action in attempts:  # an absent apple taken at the countertop, or a receptacle the room lacks
+        taken = re.fullmatch(r"take apple [23] from countertop 1", action)
+        phantom = re.fullmatch(r"go to ([a-z]+ 1)", action)
+        assert taken or (phantom and phantom.group(1) not in room), action
+    phantom_thought = re.search(r"unsearched: ([a-z]+ 1) countertop 1 drawer 1 sinkbasin 1\.", text)
+    assert phantom_thought and phantom_thought.group(1) not in room
+    # the expert's turns, supervised, are exactly the plain rendering's: the true belief again
     supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
     assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
-    assert render_episode(chat, episode, think=False, false_seen_rate=0.99) == render_episode(
+    assert render_episode(chat, episode, think=False, false_belief_rate=0.99) == render_episode(
         chat, episode, think=False
     )
