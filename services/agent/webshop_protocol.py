@@ -9,10 +9,8 @@ with the space, the response copies the page's own tokens. Parsing folds the bra
 back (``click[lavender]``), so the gateway and the trajectory only ever see the canonical action,
 and a response without the space is accepted just the same.
 
-Pure module: standard library and the other pure agent modules only.
+Pure module: the other pure agent modules and the shop's action grammar only.
 """
-
-import re
 
 from services.agent.tool_calls import (
     WEBSHOP_STEP,
@@ -21,26 +19,21 @@ from services.agent.tool_calls import (
     format_response,
     parse_response,
 )
-
-_BRACKETED = re.compile(r"^\s*(search|click)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)
+from services.env_gateway.webshop.shop import parse_action
 
 
 def canonical_action(action: str) -> str:
-    """``verb[text]`` with the verb in lower case and the text's spacing collapsed; any other
-    string unchanged (the gateway's validation then says what is wrong with it)."""
-    match = _BRACKETED.match(action)
-    if match is None:
-        return action
-    text = " ".join(match.group(2).split())
-    return f"{match.group(1).lower()}[{text}]" if text else action
+    """``verb[text]`` with the verb in lower case and the text's spacing collapsed (the shop's own
+    reading, ``shop.parse_action``); any other string unchanged (the gateway's validation then
+    says what is wrong with it)."""
+    parsed = parse_action(action)
+    return action if parsed is None else f"{parsed[0]}[{parsed[1]}]"
 
 
 def spaced_action(action: str) -> str:
     """The action as responses write it: ``click[Buy Now]`` -> ``click[ Buy Now]``."""
-    match = _BRACKETED.match(action)
-    if match is None:
-        return action
-    return f"{match.group(1).lower()}[ {' '.join(match.group(2).split())}]"
+    parsed = parse_action(action)
+    return action if parsed is None else f"{parsed[0]}[ {parsed[1]}]"
 
 
 def format_webshop_response(action: str, thought: str | None = None) -> str:

@@ -93,6 +93,7 @@ def render_episode(
     thoughts: list[str | None] = (
         list(expert_thoughts(episode)) if think and household else [None] * len(episode.turns)
     )
+    # (the ":seen" stream label predates the name false_belief; kept so renderings stay as measured)
     beliefs: list[FalseBelief | None] = (
         false_beliefs(episode, false_belief_rate, random.Random(f"{seed}:{episode.start.game_id}:seen"))
         if think and household and false_belief_rate > 0.0

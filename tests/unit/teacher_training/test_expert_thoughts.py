@@ -65,7 +65,7 @@ def test_an_episode_that_strays_from_the_expert_is_refused():
 def test_a_false_belief_claims_an_absent_object_where_the_agent_stands_and_takes_it():
     import random
 
-    from services.teacher_training.expert_thoughts import _absent_object as false_sighting
+    from services.teacher_training.expert_thoughts import _absent_object
 
     goal = HouseholdGoal("pick_and_place", obj="apple", recep="drawer")
     room = RoomKnowledge(
@@ -76,10 +76,10 @@ def test_a_false_belief_claims_an_absent_object_where_the_agent_stands_and_takes
     )
     admissible = ["take apple 1 from countertop 1", "take pan 1 from countertop 1", "go to drawer 1"]
     rng = random.Random(0)
-    sightings = [false_sighting(goal, room, admissible, rng) for _ in range(60)]
-    claimed = {s.action.removeprefix("take ").removesuffix(" from countertop 1") for s in sightings if s}
+    beliefs = [_absent_object(goal, room, admissible, rng) for _ in range(60)]
+    claimed = {s.action.removeprefix("take ").removesuffix(" from countertop 1") for s in beliefs if s}
     assert claimed == {"apple 2", "apple 3", "mug 2"}  # never what is really here
-    for s in sightings:
+    for s in beliefs:
         assert s is not None and s.action not in admissible
         name = s.action.removeprefix("take ").removesuffix(" from countertop 1")
         assert s.thought == thought(goal, room).replace(
@@ -87,9 +87,9 @@ def test_a_false_belief_claims_an_absent_object_where_the_agent_stands_and_takes
         )
     for change in ({"holding": "pen 1"}, {"location": None}, {"location": "drawer 1"}):
         other = RoomKnowledge(**{**room.__dict__, **change})
-        assert false_sighting(goal, other, admissible, rng) is None  # hands full, nowhere, unsearched
+        assert _absent_object(goal, other, admissible, rng) is None  # hands full, nowhere, unsearched
     closed = RoomKnowledge(**{**room.__dict__, "closed": {"countertop 1": True}})
-    assert false_sighting(goal, closed, admissible, rng) is None
+    assert _absent_object(goal, closed, admissible, rng) is None
 
 
 def test_a_false_belief_can_put_a_receptacle_the_room_lacks_first_and_go_there():
