@@ -6,6 +6,7 @@ gateway's output goes to a log file whose tail is shown if it fails to come up.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +27,9 @@ HEALTH_POLL_S = 0.2
 class LocalGateway:
     """``with LocalGateway(config) as gateway: ... gateway.url ...``; stopped (SIGINT) on exit.
 
-    ``port``: where it listens on 127.0.0.1 (None or 0: a free port).
+    ``port``: where it listens on 127.0.0.1 (None or 0: a free port). ``log_path``: where the
+    server's output goes; without one it goes to a fresh temporary directory, removed again by a
+    clean ``stop`` and kept (its path in the error) when the server failed to come up.
     """
 
     def __init__(
@@ -43,7 +46,12 @@ class LocalGateway:
         self._config = config
         self._workers = workers
         self._timeout = startup_timeout_s
-        self.log_path = log_path or Path(tempfile.mkdtemp(prefix="turnopd-gateway-")) / "gateway.log"
+        self._scratch: Path | None = None
+        if log_path is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="turnopd-gateway-"))
+            log_path = self._scratch / "gateway.log"
+        self.log_path = log_path
+        self._failed = False
         self._process: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
@@ -63,6 +71,7 @@ class LocalGateway:
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
+                self._failed = True
                 raise TurnOPDError(
                     f"env gateway exited with code {self._process.returncode}; log {self.log_path}:\n"
                     f"{self.log_tail()}"
@@ -75,20 +84,23 @@ class LocalGateway:
             if on_wait is not None:
                 on_wait()
             time.sleep(HEALTH_POLL_S)
+        self._failed = True
         self.stop()
         raise TurnOPDError(f"env gateway not healthy after {self._timeout:.0f}s; log {self.log_path}")
 
     def stop(self) -> None:
-        """Interrupt the server (it closes its episodes and workers), killing it if it hangs."""
+        """Interrupt the server (it closes its episodes and workers), killing it if it hangs; then
+        remove the temporary log directory unless the server failed."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._scratch is not None and not self._failed:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def log_tail(self, chars: int = 3000) -> str:
         try:

@@ -13,6 +13,11 @@ class SFTSettings(Section):
     base: str = Field(
         "teacher", min_length=1, description="Model to start from: zoo name or checkpoint path."
     )
+    base_layers: list[int] | None = Field(
+        None,
+        description="Keep only these decoder layers of the base, in increasing order (a smaller model cut "
+        "from a larger one, as DistilBERT's student from every other teacher layer); unset: all layers.",
+    )
     out: str = Field(
         "teacher-sft", min_length=1, description="Zoo name (or path) the trained checkpoint is saved as."
     )
@@ -83,6 +88,13 @@ class SFTSettings(Section):
         64, ge=1, le=4096, description="Sequences are right-padded to a multiple of this (kernel reuse)."
     )
     threads: int = Field(0, ge=0, le=256, description="Torch CPU threads (0: torch's default).")
+
+    @model_validator(mode="after")
+    def _base_layers_increasing(self) -> "SFTSettings":
+        layers = self.base_layers
+        if layers is not None and (not layers or min(layers) < 0 or layers != sorted(set(layers))):
+            raise ValueError(f"base_layers must be distinct, increasing layer indices >= 0, got {layers}")
+        return self
 
     @model_validator(mode="after")
     def _betas_in_range(self) -> "SFTSettings":

@@ -18,6 +18,7 @@ from services.env_gateway.household.generator import GenerationParams
 from services.env_gateway.local_server import LocalGateway
 from services.errors import InputError
 from services.models.build import read_manifest
+from services.models.layer_subset import check_layer_choice, keep_layers
 from services.models.registry import resolve_model_dir
 from services.settings.tree import TurnOPDSettings
 from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
@@ -175,8 +176,12 @@ def _collect(
 
 
 def check_request(settings: TurnOPDSettings) -> Path:
-    """Fail before any work when the base model is missing or the output name is a zoo model's."""
-    resolve_model_dir(settings.sft.base, settings.models.cache_dir)
+    """Fail before any work when the base model is missing, ``base_layers`` do not fit it, or the
+    output name is a zoo model's."""
+    base_dir = resolve_model_dir(settings.sft.base, settings.models.cache_dir)
+    if settings.sft.base_layers is not None:
+        config = json.loads((base_dir / "config.json").read_text())
+        check_layer_choice(settings.sft.base_layers, int(config["num_hidden_layers"]))
     return checkpoint_target(settings.sft.out, settings.models.cache_dir)
 
 
@@ -198,6 +203,9 @@ def train_teacher(
     base_dir = resolve_model_dir(sft.base, cache_dir)
     tokenizer = load_tokenizer(sft.base, cache_dir)
     model = load_causal_lm(sft.base, device=settings.models.device, cache_dir=cache_dir)
+    if sft.base_layers is not None:
+        stage(f"keeping layers {sft.base_layers} of {sft.base}")
+        model = keep_layers(model, sft.base_layers)
     stage("rendering episodes")
     protocol = env_protocol(sft.env)
     chat = protocol.chat(ChatFormat(tokenizer))

@@ -34,6 +34,8 @@ def test_file_environment_and_overrides(tmp_path: Path, monkeypatch):
         ("[sft]\nbetas = [0.9, 1.0]\n", "sft"),
         ('[sft]\nschedule = "step"\n', "sft.schedule"),
         ("[sft]\nunknown = 1\n", "sft.unknown"),
+        ("[sft]\nbase_layers = [3, 0]\n", "sft"),
+        ("[sft]\nbase_layers = []\n", "sft"),
     ],
 )
 def test_bad_values_name_their_key(tmp_path: Path, text: str, key: str):
@@ -41,3 +43,11 @@ def test_bad_values_name_their_key(tmp_path: Path, text: str, key: str):
     config.write_text(text)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_settings(config)
+
+
+def test_base_layers_are_kept_as_given(tmp_path: Path):
+    config = tmp_path / "c.toml"
+    config.write_text('[sft]\nbase = "teacher-recovery"\nbase_layers = [0, 3]\n')
+    sft = load_settings(config).sft
+    assert (sft.base, sft.base_layers) == ("teacher-recovery", [0, 3])
+    assert load_settings(None).sft.base_layers is None
