@@ -1,0 +1,110 @@
+"""One of the project's HTTP servers run as a child process on a loopback port, until it answers
+``GET /healthz`` with 200; stopped with SIGINT (killed if it hangs).
+
+Its output goes to a log file whose tail is shown when it fails to come up. Without a given log
+path the log goes to a fresh temporary directory, which a clean ``stop`` removes again and a
+failed start keeps (its path is in the error).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from services.errors import TurnOPDError
+from services.loopback import free_loopback_port
+
+HEALTH_POLL_S = 0.2
+
+
+class ChildServer:
+    """Subclasses say what to run (``command``) and what it is called (``label``, ``log_name``,
+    ``scratch_prefix``)."""
+
+    label = "server"
+    log_name = "server.log"
+    scratch_prefix = "turnopd-server-"
+
+    def __init__(
+        self,
+        *,
+        startup_timeout_s: float,
+        stop_timeout_s: float = 30.0,
+        log_path: Path | None = None,
+        port: int | None = None,
+    ) -> None:
+        self.port = port or free_loopback_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._timeout = startup_timeout_s
+        self._stop_timeout = stop_timeout_s
+        self._scratch: Path | None = None
+        if log_path is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=self.scratch_prefix))
+            log_path = self._scratch / self.log_name
+        self.log_path = log_path
+        self._failed = False
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, on_wait: Callable[[], None] | None = None) -> Self:
+        """Start the server and wait until ``/healthz`` answers 200."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("wb") as sink:
+            self._process = subprocess.Popen(self.command(), stdout=sink, stderr=sink, env=dict(os.environ))
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._failed = True
+                raise TurnOPDError(
+                    f"{self.label} exited with code {self._process.returncode}; log {self.log_path}:\n"
+                    f"{self.log_tail()}"
+                )
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if on_wait is not None:
+                on_wait()
+            time.sleep(HEALTH_POLL_S)
+        self._failed = True
+        self.stop()
+        raise TurnOPDError(f"{self.label} not healthy after {self._timeout:.0f}s; log {self.log_path}")
+
+    def stop(self) -> None:
+        """Interrupt the server, killing it if it hangs; then remove the temporary log directory
+        unless the server failed."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=self._stop_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._scratch is not None and not self._failed:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

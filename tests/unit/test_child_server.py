@@ -1,0 +1,86 @@
+"""ChildServer's process glue: its temporary log directory is removed after a clean run and kept
+(named in the error) when the server fails. A few-line HTTP server stands in for the
+gateway and the retrieval server."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from services.child_server import ChildServer
+from services.errors import TurnOPDError
+
+_HEALTHY = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+print("serving", flush=True)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+class _StandIn(ChildServer):
+    label = "stand-in server"
+    scratch_prefix = "turnopd-stand-in-"
+
+    def __init__(self, script: str, **kwargs: object) -> None:
+        super().__init__(startup_timeout_s=20.0, **kwargs)  # type: ignore[arg-type]
+        self._script = script
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", self._script, str(self.port)]
+
+
+def test_clean_run_removes_its_temporary_log_directory() -> None:
+    server = _StandIn(_HEALTHY)
+    scratch = server.log_path.parent
+    assert scratch.name.startswith("turnopd-stand-in-") and scratch.is_dir()
+    with server:
+        assert server.log_path.is_file()
+    assert not scratch.exists()
+
+
+def test_failed_start_keeps_the_log_and_names_it() -> None:
+    server = _StandIn("import sys; print('boom: no games'); sys.exit(3)")
+    with pytest.raises(TurnOPDError, match="stand-in server exited with code 3") as raised:
+        server.start()
+    assert str(server.log_path) in str(raised.value)
+    assert "boom: no games" in raised.value.args[0]
+    server.stop()
+    assert server.log_path.read_text().strip() == "boom: no games"
+    server.log_path.unlink()
+    server.log_path.parent.rmdir()
+
+
+def test_given_log_path_is_never_removed(tmp_path: Path) -> None:
+    log = tmp_path / "run" / "env_server.log"
+    with _StandIn(_HEALTHY, log_path=log):
+        pass
+    assert log.is_file()
+
+
+def test_gateway_and_retrieval_server_commands() -> None:
+    from services.env_gateway.local_server import LocalGateway
+    from services.retrieval_server.local_server import LocalRetrievalServer
+
+    gateway = LocalGateway(Path("g.toml"), workers=2, port=4321, log_path=Path("unused.log"))
+    assert gateway.url == "http://127.0.0.1:4321"
+    assert gateway.command()[-8:] == [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "4321",
+        "--workers",
+        "2",
+        "--config",
+        "g.toml",
+    ]
+    retrieval = LocalRetrievalServer(fail_every=3)
+    assert retrieval.command()[-4:] == ["--port", str(retrieval.port), "--fail-every", "3"]
+    assert retrieval.log_path.parent.name.startswith("turnopd-retrieval-")
+    retrieval.stop()
+    assert not retrieval.log_path.parent.exists()
