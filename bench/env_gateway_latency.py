@@ -11,22 +11,17 @@ A last run plays many episodes at once to show throughput under concurrency.
 import argparse
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 from services.contracts.env_gateway import EnvName, EpisodeCreate
 from services.env_gateway.backends.factory import make_backend
 from services.env_gateway.client import EnvGatewayClient
+from services.env_gateway.local_server import LocalGateway
 from services.settings.env_gateway import EnvGatewaySettings
 
-REPO = Path(__file__).resolve().parents[1]
 Script = tuple[EnvName, int, list[str]]  # env, seed, the expert's actions
 
 
@@ -125,32 +120,32 @@ async def concurrent_throughput(
     return concurrency / (opened - started), steps / (stepped - opened), steps
 
 
-def start_gateway(cache_dir: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = Path(tempfile.mkdtemp()) / "bench.toml"
-    config.write_text(f'[env_gateway]\ncache_dir = "{cache_dir}"\nworkers = {workers}\n')
-    command = [sys.executable, "-m", "services.cli", "serve", "env-gateway", "--port", str(port)]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    process = subprocess.Popen(
-        [*command, "--config", str(config)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("gateway did not start")
-
-
 def summary(latencies: list[float]) -> str:
     ms = sorted(x * 1000 for x in latencies)
     p95 = ms[int(0.95 * (len(ms) - 1))]
     return f"mean {statistics.fmean(ms):7.2f} ms  p50 {statistics.median(ms):7.2f} ms  p95 {p95:7.2f} ms"
+
+
+def report(url: str, local: InProcess, scripts: dict[str, list[Script]], args: argparse.Namespace) -> None:
+    """Print the side-by-side latencies and the concurrent throughput."""
+    print(f"env gateway latency, {os.cpu_count()} cores, {args.workers} env workers, loopback HTTP")
+    for env, env_scripts in scripts.items():
+        in_process, over_http = asyncio.run(side_by_side(url, local, env_scripts, args.rounds))
+        mean_ratio = statistics.fmean(over_http) / statistics.fmean(in_process)
+        median_ratio = statistics.median(over_http) / statistics.median(in_process)
+        overhead = (statistics.median(over_http) - statistics.median(in_process)) * 1000
+        print(f"{env:9s} in-process  {summary(in_process)}  ({len(in_process)} steps)")
+        print(f"{env:9s} over HTTP   {summary(over_http)}")
+        print(
+            f"{env:9s} ratio HTTP/in-process: {median_ratio:4.2f}x median, {mean_ratio:4.2f}x mean; "
+            f"overhead {overhead:+.2f} ms/step (median)"
+        )
+    opens, rate, steps = asyncio.run(concurrent_throughput(url, scripts["alfworld"], args.concurrency))
+    local_rate = 1.0 / statistics.fmean([x for s in scripts["alfworld"] for x in local.play(s)])
+    print(
+        f"alfworld  {args.concurrency} concurrent episodes over HTTP: opened {opens:5.1f} episodes/s, "
+        f"then {rate:6.1f} steps/s ({steps} steps) vs {local_rate:6.1f} steps/s for one in-process loop"
+    )
 
 
 def main() -> None:
@@ -166,30 +161,11 @@ def main() -> None:
         "alfworld": record_scripts(settings, "alfworld", range(args.games)),
         "textworld": record_scripts(settings, "textworld", range(max(3, args.games // 4))),
     }
-    process, url = start_gateway(cache_dir, args.workers)
-    local = InProcess(settings)
-    try:
-        print(f"env gateway latency, {os.cpu_count()} cores, {args.workers} env workers, loopback HTTP")
-        for env, env_scripts in scripts.items():
-            in_process, over_http = asyncio.run(side_by_side(url, local, env_scripts, args.rounds))
-            mean_ratio = statistics.fmean(over_http) / statistics.fmean(in_process)
-            median_ratio = statistics.median(over_http) / statistics.median(in_process)
-            overhead = (statistics.median(over_http) - statistics.median(in_process)) * 1000
-            print(f"{env:9s} in-process  {summary(in_process)}  ({len(in_process)} steps)")
-            print(f"{env:9s} over HTTP   {summary(over_http)}")
-            print(
-                f"{env:9s} ratio HTTP/in-process: {median_ratio:4.2f}x median, {mean_ratio:4.2f}x mean; "
-                f"overhead {overhead:+.2f} ms/step (median)"
-            )
-        opens, rate, steps = asyncio.run(concurrent_throughput(url, scripts["alfworld"], args.concurrency))
-        local_rate = 1.0 / statistics.fmean([x for s in scripts["alfworld"] for x in local.play(s)])
-        print(
-            f"alfworld  {args.concurrency} concurrent episodes over HTTP: opened {opens:5.1f} episodes/s, "
-            f"then {rate:6.1f} steps/s ({steps} steps) vs {local_rate:6.1f} steps/s for one in-process loop"
-        )
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as scratch:
+        config = Path(scratch) / "bench.toml"
+        config.write_text(f'[env_gateway]\ncache_dir = "{cache_dir}"\nworkers = {args.workers}\n')
+        with LocalGateway(config, workers=args.workers) as gateway:
+            report(gateway.url, InProcess(settings), scripts, args)
 
 
 if __name__ == "__main__":
