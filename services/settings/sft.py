@@ -55,6 +55,14 @@ class SFTSettings(Section):
         "or a receptacle the room lacks gone to), rejected by the agent loop (never a training target; "
         "household games with thoughts only). Teaches thinking afresh instead of copying the belief.",
     )
+    goal_drift_rate: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Chance per expert turn after the first of rendering it with its goal restated wrong in "
+        "the thought (another object or destination kind), as context, not a target (household games with "
+        "thoughts only). Teaches reading the goal from the task instead of the last thought.",
+    )
     collect_concurrency: int = Field(8, ge=1, le=256, description="Expert episodes in flight at once.")
     epochs: float = Field(3.0, gt=0.0, le=1000.0, description="Passes over the expert episodes.")
     batch_episodes: int = Field(

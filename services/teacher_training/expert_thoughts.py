@@ -20,7 +20,7 @@ torch, no I/O.
 
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.contracts.expert_data import ExpertEpisode, ExpertTurn
 from services.env_gateway.household.expert import HouseholdExpert
@@ -164,6 +164,26 @@ def false_belief(
     kinds = [_absent_object, _phantom_receptacle]
     rng.shuffle(kinds)
     return kinds[0](goal, room, admissible, rng) or kinds[1](goal, room, admissible, rng)
+
+
+def drifted_thought(goal: HouseholdGoal, room: RoomKnowledge, rng: random.Random) -> str | None:
+    """The thought of a goal restated wrong, the way a goal copied from thought to thought drifts
+    in play: another object kind seen in the room in place of the target, or another receptacle
+    kind as the destination (the rest derived from that wrong goal, as a drifted thought is);
+    None when the room offers no other kind yet."""
+    objects = sorted({kind(o) for items in room.contents.values() for o in items} - {goal.obj})
+    receptacles = sorted({kind(r) for r in room.receptacles} - {goal.recep}) if goal.recep else []
+    options = [replace(goal, obj=o) for o in objects] + [replace(goal, recep=r) for r in receptacles]
+    return thought(rng.choice(options), room) if options else None
+
+
+def goal_drifts(episode: ExpertEpisode, rate: float, rng: random.Random) -> list[str | None]:
+    """Per turn, with chance ``rate`` on an expert turn after the first, a drifted thought to render
+    in place of the expert's (that turn then is context, not a target); None elsewhere."""
+    return [
+        drifted_thought(goal, room, rng) if index > 0 and not turn.detour and rng.random() < rate else None
+        for index, (turn, goal, room, _) in enumerate(_replay(episode))
+    ]
 
 
 def _replay(

@@ -218,6 +218,7 @@ def train_teacher(
         sft.seed,
         protocol=protocol,
         false_belief_rate=sft.false_belief_rate,
+        goal_drift_rate=sft.goal_drift_rate,
     )
     stage("training")
     summary = train_sft(model, rendered, sft, on_step)

@@ -23,7 +23,7 @@ from services.rollout_worker.episode_text import (
     inadmissible_observation,
     step_observation,
 )
-from services.teacher_training.expert_thoughts import FalseBelief, expert_thoughts, false_beliefs
+from services.teacher_training.expert_thoughts import FalseBelief, expert_thoughts, false_beliefs, goal_drifts
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ def render_episode(
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
     false_belief_rate: float = 0.0,
+    goal_drift_rate: float = 0.0,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
@@ -87,7 +88,10 @@ def render_episode(
     thoughts) an expert turn may follow a *false belief* acted on (``expert_thoughts.false_belief``:
     an absent object "seen" and taken, or a receptacle the room lacks gone to), rejected; the
     expert's turn after it thinks afresh from the observations, which teaches the model not to copy
-    a wrong belief forward.
+    a wrong belief forward. With ``goal_drift_rate`` (household, with thoughts) an expert turn after
+    the first may be rendered with its goal restated wrong (``expert_thoughts.drifted_thought``) and
+    its own action; that turn is context, not a target, and the turns after it restate the true
+    goal, which teaches the model to read the goal from the task, not from its last thought.
     """
     household = protocol is HOUSEHOLD_PROTOCOL
     thoughts: list[str | None] = (
@@ -99,6 +103,11 @@ def render_episode(
         if think and household and false_belief_rate > 0.0
         else [None] * len(episode.turns)
     )
+    drifts: list[str | None] = (
+        goal_drifts(episode, goal_drift_rate, random.Random(f"{seed}:{episode.start.game_id}:drift"))
+        if think and household and goal_drift_rate > 0.0
+        else [None] * len(episode.turns)
+    )
     if not household:
         reject_rate = 0.0
     listed = protocol.list_actions
@@ -108,7 +117,9 @@ def render_episode(
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
     kept_length, kept_spans, spans = len(conversation), 0, []
-    for index, (turn, thought, belief) in enumerate(zip(episode.turns, thoughts, beliefs, strict=True)):
+    for index, (turn, thought, belief, drift) in enumerate(
+        zip(episode.turns, thoughts, beliefs, drifts, strict=True)
+    ):
         if belief is not None:
             conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
             conversation.add_observation(inadmissible_observation(belief.action, admissible_seen[-1], listed))
@@ -118,10 +129,10 @@ def render_episode(
         if attempt is not None:
             conversation.add_response_text(expert_response(attempt, thought, protocol))
             conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1], listed))
-        span = conversation.add_response_text(expert_response(turn.action, thought, protocol))
+        span = conversation.add_response_text(expert_response(turn.action, drift or thought, protocol))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
-        if not turn.detour:
+        if not turn.detour and drift is None:
             spans.append(span)
         kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
@@ -146,6 +157,7 @@ def render_episodes(
     *,
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
     false_belief_rate: float = 0.0,
+    goal_drift_rate: float = 0.0,
 ) -> list[RenderedEpisode]:
     return [
         render_episode(
@@ -157,6 +169,7 @@ def render_episodes(
             seed,
             protocol=protocol,
             false_belief_rate=false_belief_rate,
+            goal_drift_rate=goal_drift_rate,
         )
         for episode in episodes
     ]

@@ -36,6 +36,7 @@ def test_file_environment_and_overrides(tmp_path: Path, monkeypatch):
         ("[sft]\nunknown = 1\n", "sft.unknown"),
         ("[sft]\nbase_layers = [3, 0]\n", "sft"),
         ("[sft]\nbase_layers = []\n", "sft"),
+        ("[sft]\ngoal_drift_rate = 1.0\n", "sft.goal_drift_rate"),
     ],
 )
 def test_bad_values_name_their_key(tmp_path: Path, text: str, key: str):

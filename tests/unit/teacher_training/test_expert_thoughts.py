@@ -109,3 +109,28 @@ def test_a_false_belief_can_put_a_receptacle_the_room_lacks_first_and_go_there()
         assert phantom.endswith(" 1") and phantom not in room.receptacles
         assert belief.thought.endswith(f"unsearched: {phantom} bed 1 shelf 2.")
     assert len({b.action for b in beliefs if b}) > 3
+
+
+def test_a_drifted_goal_names_another_kind_the_room_has_and_derives_the_rest_from_it():
+    import random
+
+    from services.teacher_training.expert_thoughts import drifted_thought
+
+    goal = HouseholdGoal("pick_two_obj_and_place", obj="tennisracket", recep="bed")
+    room = RoomKnowledge(
+        receptacles=["bed 1", "desk 1", "sidetable 1"],
+        location="sidetable 1",
+        contents={"sidetable 1": ["tennisracket 1", "remotecontrol 1"]},
+    )
+    rng = random.Random(0)
+    drifts = {drifted_thought(goal, room, rng) for _ in range(40)}
+    assert drifts == {
+        "put two remotecontrol in bed 1. holding: nothing. seen: remotecontrol 1 in sidetable 1. "
+        "at: sidetable 1. unsearched: bed 1 desk 1.",
+        "put two tennisracket in desk 1. holding: nothing. seen: tennisracket 1 in sidetable 1. "
+        "at: sidetable 1. unsearched: bed 1 desk 1.",
+        "put two tennisracket in sidetable 1. holding: nothing. seen: none. at: sidetable 1. unsearched: bed 1 desk 1.",
+    }
+    assert thought(goal, room) not in drifts
+    alone = RoomKnowledge(receptacles=["bed 1"], contents={"bed 1": ["tennisracket 2"]})
+    assert drifted_thought(goal, alone, rng) is None  # no other object or receptacle kind known

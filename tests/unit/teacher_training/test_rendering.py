@@ -186,3 +186,26 @@ def test_false_beliefs_are_rejected_and_the_expert_thinks_afresh_after_them(
     assert render_episode(chat, episode, think=False, false_belief_rate=0.99) == render_episode(
         chat, episode, think=False
     )
+
+
+def test_drifted_goals_are_context_and_the_next_expert_turn_restates_the_true_goal(
+    chat: ChatFormat, episode: ExpertEpisode
+):
+    import re
+
+    plain = render_episode(chat, episode)
+    drifted = render_episode(chat, episode, seed=2, goal_drift_rate=0.99)
+    assert drifted == render_episode(chat, episode, seed=2, goal_drift_rate=0.99)  # seeded
+    text = decode(chat, drifted.token_ids)
+    goals = re.findall(r"<think>\n?(.*?)\. holding:", text)
+    assert goals[0] == "put apple in drawer 1"  # the first turn never drifts
+    wrong = [g for g in goals if g != "put apple in drawer 1"]
+    assert len(wrong) >= 3 and all(g.startswith("put ") for g in wrong)
+    # the drifted turns are not targets; every supervised response is the plain rendering's
+    supervised = [decode(chat, drifted.token_ids[a:b]) for a, b in drifted.response_spans]
+    plain_spans = [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert len(supervised) == len(plain_spans) - len(wrong)
+    assert all(s in plain_spans and "put apple in drawer 1." in s for s in supervised)
+    assert render_episode(chat, episode, think=False, goal_drift_rate=0.99) == render_episode(
+        chat, episode, think=False
+    )
