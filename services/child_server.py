@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -25,7 +26,7 @@ from services.loopback import free_loopback_port
 HEALTH_POLL_S = 0.2
 
 
-class ChildServer:
+class ChildServer(ABC):
     """Subclasses say what to run (``command``) and what it is called (``label``, ``log_name``,
     ``scratch_prefix``)."""
 
@@ -53,8 +54,9 @@ class ChildServer:
         self._failed = False
         self._process: subprocess.Popen[bytes] | None = None
 
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The argv that runs the server on ``self.port``."""
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
         """Start the server and wait until ``/healthz`` answers 200."""

@@ -10,15 +10,15 @@ goal_drift = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(goal_drift)
 
 
+_TEXTS: list[str] = []  # every response of every game below; token id i decodes to _TEXTS[i]
+
+
 def _game(task_type: str, success: bool, goals: list[str]) -> dict:
-    # one "token" per response: the decoder below maps id i to the i-th response text
-    return {
-        "task_type": task_type,
-        "success": success,
-        "token_ids": list(range(len(goals))),
-        "turns": [{"response_start": i, "response_end": i + 1} for i in range(len(goals))],
-        "_texts": [f"<think> {g}. holding: nothing. </think>" for g in goals],
-    }
+    first = len(_TEXTS)
+    _TEXTS.extend(f"<think> {g}. holding: nothing. </think>" for g in goals)
+    ids = list(range(first, len(_TEXTS)))
+    turns = [{"response_start": i, "response_end": i + 1} for i in range(len(goals))]
+    return {"task_type": task_type, "success": success, "token_ids": ids, "turns": turns}
 
 
 def test_drift_is_counted_per_task_type_for_lost_and_won_games() -> None:
@@ -32,16 +32,5 @@ def test_drift_is_counted_per_task_type_for_lost_and_won_games() -> None:
         _game("pick_two_obj_and_place", True, ["put two pen in bed 1"] * 2),
         _game("pick_and_place", True, ["put pen in bed 1", "put pen in desk 1"]),
     ]
-    texts = {id(g): g["_texts"] for g in games}
-    current: list[str] = []
-
-    def decode(ids: list[int]) -> str:
-        return current[ids[0]]
-
-    def each() -> object:
-        for game in games:
-            current[:] = texts[id(game)]
-            yield game
-
-    rows = goal_drift.drift_rows(each(), decode)
+    rows = goal_drift.drift_rows(games, lambda ids: _TEXTS[ids[0]])
     assert rows == {"pick_two_obj_and_place": [3, 2, 1, 0], "pick_and_place": [1, 0, 0, 1]}
