@@ -79,6 +79,20 @@ def micro_batch_loss(
     return loss, kl_N.detach()
 
 
+def mini_batch_members(sample_ids: Sequence[int], mini_batches: int) -> list[list[int]]:
+    """Local indices of a rank's samples in each of the step's mini-batches.
+
+    Global trajectory i belongs to mini-batch ``i % mini_batches`` whichever rank holds it, so the
+    mini-batches, and the updates, are the same for any number of ranks.
+    """
+    if mini_batches < 1:
+        raise ValueError(f"mini_batches must be >= 1, got {mini_batches}")
+    members: list[list[int]] = [[] for _ in range(mini_batches)]
+    for local, global_id in enumerate(sample_ids):
+        members[global_id % mini_batches].append(local)
+    return members
+
+
 def plan_micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
     """Group sample indices, longest first, so each group's padded size (rows x max length) fits the budget."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])

@@ -1,9 +1,10 @@
-"""The Ray Train worker loop: FSDP2 student, AdamW, one optimizer step per LearnerBatch shard.
+"""The Ray Train worker loop: FSDP2 student, AdamW, ``[optim] mini_batches`` updates per LearnerBatch shard.
 
-Each rank reads its shard of step k from its own queue, runs the micro-batches (loss scaled by the
-world size: FSDP averages gradients across ranks while the objective is a sum over the global
-batch), clips, steps, publishes the full weights (rank 0: ``ray.put``) and checkpoints every
-``checkpoint_every`` steps, and when the orchestrator asks (``LearnerCheckpointRequest``, before it
+Each rank reads its shard of step k from its own queue and, for each of the step's mini-batches
+(trajectory i in mini-batch i mod ``[optim] mini_batches``, on whichever rank), runs its micro-batches
+(loss scaled by the world size and the mini-batch count: FSDP averages gradients across ranks while
+the objective is a sum over the global batch), clips and steps; then it publishes the full weights
+(rank 0: ``ray.put``) and checkpoints every ``checkpoint_every`` steps, and when the orchestrator asks (``LearnerCheckpointRequest``, before it
 replaces the learner). On start it resumes from the run directory's latest checkpoint and
 announces the step it resumed at, so the orchestrator sends nothing twice.
 """
@@ -31,7 +32,13 @@ from services.contracts.learner import (
 )
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp
-from services.learner.objective import collate, micro_batch_loss, plan_micro_batches, turn_stats
+from services.learner.objective import (
+    collate,
+    micro_batch_loss,
+    mini_batch_members,
+    plan_micro_batches,
+    turn_stats,
+)
 from services.models.loading import load_causal_lm
 from services.settings.tree import TurnOPDSettings
 
@@ -104,38 +111,46 @@ def _step(
     device: torch.device,
     world: int,
 ) -> tuple[LearnerRankResult, dict[str, torch.Tensor] | None]:
-    t0 = time.perf_counter()
-    pad_id = 0
+    """One step: ``[optim] mini_batches`` updates, each over its share of the step's trajectories."""
     samples = batch.samples
     kl_by_sample: list[torch.Tensor] = [torch.empty(0)] * len(samples)
     weighted, kl_sum, tokens = 0.0, 0.0, 0
-    groups = plan_micro_batches([len(s.token_ids) for s in samples], settings.learner.token_budget)
-    for group in groups:
-        mb = collate([samples[i] for i in group], pad_id, device)
-        loss, kl_N = micro_batch_loss(
-            model, mb, settings.distill.topk_support, settings.distill.clip_ratio, loss_scale=float(world)
+    forward_backward_s, optimizer_s, grad_norms = 0.0, 0.0, []
+    members = mini_batch_members(sample_ids, settings.optim.mini_batches)
+    # The blended weights sum over the whole step's batch; a mini-batch's loss is scaled back up to
+    # that size, so one update's gradient estimates the whole batch's.
+    scale = float(world * len(members))
+    for member in members:
+        t0 = time.perf_counter()
+        groups = plan_micro_batches(
+            [len(samples[i].token_ids) for i in member], settings.learner.token_budget
         )
-        loss.backward()
-        weighted += loss.item() / world
-        kl_sum += kl_N.sum().item()
-        tokens += kl_N.numel()
-        for i, part in zip(group, torch.split(kl_N.cpu(), mb.counts), strict=True):
-            kl_by_sample[i] = part
-    # Every rank must run the same number of forward/backward passes (each is a collective under
-    # FSDP): ranks with fewer micro-batches pad with zero-loss passes on a 2-token dummy input.
-    most = torch.tensor([len(groups)], device=device)
-    dist.all_reduce(most, op=dist.ReduceOp.MAX)
-    for _ in range(int(most.item()) - len(groups)):
-        dummy = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
-        (model(input_ids=dummy).logits.sum() * 0.0).backward()
-    t1 = time.perf_counter()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.optim.grad_clip)
-    if hasattr(grad_norm, "full_tensor"):
-        grad_norm = grad_norm.full_tensor()
-    optim.step()
-    optim.zero_grad(set_to_none=True)
-    weights = _full_weights(model)
+        passes = _most_passes(len(groups), device)
+        for group in ([member[i] for i in g] for g in groups):
+            mb = collate([samples[i] for i in group], pad_id=0, device=device)
+            loss, kl_N = micro_batch_loss(
+                model, mb, settings.distill.topk_support, settings.distill.clip_ratio, loss_scale=scale
+            )
+            loss.backward()
+            weighted += loss.item() / scale
+            kl_sum += kl_N.sum().item()
+            tokens += kl_N.numel()
+            for i, part in zip(group, torch.split(kl_N.cpu(), mb.counts), strict=True):
+                kl_by_sample[i] = part
+        for _ in range(passes - len(groups)):
+            _dummy_pass(model, device)
+        t1 = time.perf_counter()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.optim.grad_clip)
+        if hasattr(grad_norm, "full_tensor"):
+            grad_norm = grad_norm.full_tensor()
+        grad_norms.append(float(grad_norm))
+        optim.step()
+        optim.zero_grad(set_to_none=True)
+        forward_backward_s += t1 - t0
+        optimizer_s += time.perf_counter() - t1
     t2 = time.perf_counter()
+    weights = _full_weights(model)
+    optimizer_s += time.perf_counter() - t2
     result = LearnerRankResult(
         step=batch.step,
         rank=dist.get_rank(),
@@ -144,11 +159,25 @@ def _step(
         weighted_loss=weighted,
         kl_sum=kl_sum,
         tokens=tokens,
-        grad_norm=float(grad_norm),
-        forward_backward_s=t1 - t0,
-        optimizer_s=t2 - t1,
+        grad_norm=sum(grad_norms) / len(grad_norms),
+        forward_backward_s=forward_backward_s,
+        optimizer_s=optimizer_s,
     )
     return result, weights if dist.get_rank() == 0 else None
+
+
+def _most_passes(passes: int, device: torch.device) -> int:
+    """The most micro-batches any rank has in this update. Every rank must run that many forward/
+    backward passes (each is a collective under FSDP), so they agree on it before the first one."""
+    most = torch.tensor([passes], device=device)
+    dist.all_reduce(most, op=dist.ReduceOp.MAX)
+    return int(most.item())
+
+
+def _dummy_pass(model: torch.nn.Module, device: torch.device) -> None:
+    """A zero-loss forward/backward on a 2-token input: a rank's padding up to the agreed passes."""
+    dummy = torch.full((1, 2), 0, dtype=torch.long, device=device)
+    (model(input_ids=dummy).logits.sum() * 0.0).backward()
 
 
 def _full_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -81,6 +81,12 @@ class SFTSettings(Section):
         description="Weight of an auxiliary next-token loss on non-response tokens (0: off); it teaches "
         "the tiny model to copy from observations far sooner.",
     )
+    context_loss_on_mistakes: bool = Field(
+        False,
+        description="Also put the context loss on the responses of inserted mistakes (rejected attempts, "
+        "false beliefs, drifted turns). Off: they are read, never learned; on: how teacher-recovery and "
+        "teacher-stage3 were trained (the model then learns to write the mistakes too).",
+    )
     lr: float = Field(2e-3, gt=0.0, le=1.0, description="Peak AdamW learning rate.")
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Final learning rate as a share of lr.")
     schedule: ScheduleKind = Field("cosine", description="Decay after warm-up: cosine, linear or constant.")

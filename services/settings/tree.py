@@ -96,6 +96,22 @@ class OptimSettings(Section):
     steps: int = Field(100, ge=1, description="K: optimizer steps of the run.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     grad_clip: float = Field(1.0, gt=0.0, description="Max global gradient norm.")
+    mini_batches: int = Field(
+        1,
+        ge=1,
+        description="AdamW updates per step: the step's trajectories split into this many mini-batches "
+        "(trajectory i in mini-batch i mod n), each one update, as verl's PPO mini-batches; the importance "
+        "ratio clip bounds how far the later ones move from the sampler. 1: one update per step.",
+    )
+
+    @model_validator(mode="after")
+    def _mini_batches_fit(self) -> "OptimSettings":
+        if self.mini_batches > self.batch:
+            raise ValueError(
+                f"mini_batches ({self.mini_batches}) cannot exceed batch ({self.batch}): a mini-batch "
+                "needs at least one trajectory"
+            )
+        return self
 
 
 class RolloutSettings(Section):

@@ -12,7 +12,7 @@ Pure module: no torch.
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.agent.chat_format import ChatFormat
 from services.agent.env_protocols import HOUSEHOLD_PROTOCOL, EnvProtocol
@@ -28,10 +28,12 @@ from services.teacher_training.expert_thoughts import FalseBelief, expert_though
 
 @dataclass(frozen=True)
 class RenderedEpisode:
-    """One episode's token ids and the half-open span of every supervised response."""
+    """One episode's token ids, the half-open span of every supervised response, and the spans of
+    inserted mistakes (rejected attempts, false beliefs, drifted turns), which no loss may teach."""
 
     token_ids: list[int]
     response_spans: list[tuple[int, int]]
+    mistake_spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def num_response_tokens(self) -> int:
@@ -84,7 +86,9 @@ def render_episode(
     turns are supervised. Detour turns (collected) and rejected attempts (inserted here with chance
     ``reject_rate`` before an expert turn, seeded by ``seed`` and the game) are rendered as play
     renders them (the rejection's feedback is the agent loop's) but are not targets: the model
-    learns what to do after a mistake, never the mistake. With ``false_belief_rate`` (household, with
+    learns what to do after a mistake, never the mistake. The responses of inserted mistakes (rejected
+    attempts, false beliefs, drifted turns) are listed in ``mistake_spans`` so that the trainer's
+    auxiliary context loss can leave them out too. With ``false_belief_rate`` (household, with
     thoughts) an expert turn may follow a *false belief* acted on (``expert_thoughts.false_belief``:
     an absent object "seen" and taken, or a receptacle the room lacks gone to), rejected; the
     expert's turn after it thinks afresh from the observations, which teaches the model not to copy
@@ -116,23 +120,27 @@ def render_episode(
     last = len(episode.turns) - 1
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
-    kept_length, kept_spans, spans = len(conversation), 0, []
+    kept_length, kept_spans, spans, mistakes = len(conversation), 0, [], []
     for index, (turn, thought, belief, drift) in enumerate(
         zip(episode.turns, thoughts, beliefs, drifts, strict=True)
     ):
         if belief is not None:
-            conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
+            mistakes.append(
+                conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
+            )
             conversation.add_observation(inadmissible_observation(belief.action, admissible_seen[-1], listed))
         attempt = None
         if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
             attempt = rejected_attempt(admissible_seen, location, rng)
         if attempt is not None:
-            conversation.add_response_text(expert_response(attempt, thought, protocol))
+            mistakes.append(conversation.add_response_text(expert_response(attempt, thought, protocol)))
             conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1], listed))
         span = conversation.add_response_text(expert_response(turn.action, drift or thought, protocol))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
-        if not turn.detour and drift is None:
+        if drift is not None:
+            mistakes.append(span)
+        elif not turn.detour:
             spans.append(span)
         kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
@@ -144,7 +152,8 @@ def render_episode(
         raise InputError(
             f"the first expert turn of episode {episode.start.game_id} does not fit in {max_tokens} tokens"
         )
-    return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans])
+    kept_mistakes = [(start, end) for start, end in mistakes if end <= kept_length]
+    return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans], kept_mistakes)
 
 
 def render_episodes(

@@ -61,11 +61,15 @@ class EpisodeTensors:
     context_targets_M: "torch.Tensor"
 
 
-def episode_tensors(episode: RenderedEpisode, length_bucket: int = 1) -> EpisodeTensors:
+def episode_tensors(
+    episode: RenderedEpisode, length_bucket: int = 1, context_on_mistakes: bool = False
+) -> EpisodeTensors:
     """Inputs are the ids without the last one; position t-1 predicts token t (responses, then the rest).
 
-    Inputs are right-padded to a multiple of ``length_bucket``: under causal attention the padding
-    changes no real position, and fewer distinct shapes let CPU kernels be reused.
+    The context targets are every other token after the first, less the inserted mistakes'
+    responses (``episode.mistake_spans``) unless ``context_on_mistakes``. Inputs are right-padded to
+    a multiple of ``length_bucket``: under causal attention the padding changes no real position,
+    and fewer distinct shapes let CPU kernels be reused.
     """
     import torch
 
@@ -75,8 +79,10 @@ def episode_tensors(episode: RenderedEpisode, length_bucket: int = 1) -> Episode
     targets = [t for start, end in episode.response_spans for t in range(start, end)]
     if not targets or targets[0] < 1:
         raise InputError("an episode needs response tokens after its first token")
-    in_response = set(targets)
-    context = [t for t in range(1, len(ids)) if t not in in_response]
+    excluded = set(targets)
+    if not context_on_mistakes:
+        excluded.update(t for start, end in episode.mistake_spans for t in range(start, end))
+    context = [t for t in range(1, len(ids)) if t not in excluded]
     return EpisodeTensors(
         input_ids_1_T=torch.tensor([inputs], dtype=torch.long),
         predict_at_N=torch.tensor([t - 1 for t in targets], dtype=torch.long),
@@ -140,7 +146,9 @@ def train_sft(
     if settings.threads:
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
-    tensors = [episode_tensors(e, settings.length_bucket) for e in episodes]
+    tensors = [
+        episode_tensors(e, settings.length_bucket, settings.context_loss_on_mistakes) for e in episodes
+    ]
     plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
     warmup = round(settings.warmup_frac * len(plan))
     optimizer = make_optimizer(model, settings)

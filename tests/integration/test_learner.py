@@ -75,3 +75,24 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
 
     reloaded = AutoModelForCausalLM.from_pretrained(ckpt)  # checkpoints are HF-loadable
     assert_same_weights({k: v for k, v in reloaded.state_dict().items() if k in res2[1][1]}, res2[1][1])
+
+
+def test_mini_batches_are_the_same_updates_on_one_and_two_workers(
+    ray_session, tmp_path, tiny_student, tiny_teacher
+):
+    results = {}
+    for workers in (1, 2):
+        settings = settings_for(workers)
+        settings.optim.mini_batches = 3
+        learner = Learner(settings, tmp_path / f"w{workers}", tiny_student)
+        try:
+            results[workers] = run_steps(learner, tiny_teacher, [1, 2])
+        finally:
+            learner.close()
+    for (r2, w2), (r1, w1) in zip(results[2], results[1], strict=True):
+        assert r2.loss == pytest.approx(r1.loss, rel=1e-4) and r2.tokens == r1.tokens
+        assert_same_weights(w2, w1)
+    ckpt = latest_checkpoint(tmp_path / "w1")
+    assert ckpt is not None and read_state(ckpt)["step"] == 2
+    optimizer = torch.load(ckpt / "optimizer.pt", weights_only=False)
+    assert {float(s["step"]) for s in optimizer["state"].values()} == {6.0}  # 3 updates per step

@@ -5,7 +5,13 @@ import torch
 from learner_batches import make_batch
 from transformers import AutoModelForCausalLM
 
-from services.learner.objective import collate, micro_batch_loss, plan_micro_batches, turn_stats
+from services.learner.objective import (
+    collate,
+    micro_batch_loss,
+    mini_batch_members,
+    plan_micro_batches,
+    turn_stats,
+)
 
 
 def independent_loss(model, batch):
@@ -49,6 +55,17 @@ def test_micro_batching_does_not_change_the_loss(tiny_student, tiny_teacher):
         for g in groups
     )
     assert parts.item() == pytest.approx(whole.item(), rel=1e-5)
+
+
+def test_mini_batches_follow_the_global_trajectory_index_on_any_rank():
+    assert mini_batch_members([0, 1, 2, 3, 4], 1) == [[0, 1, 2, 3, 4]]
+    assert mini_batch_members([0, 1, 2, 3, 4], 2) == [[0, 2, 4], [1, 3]]
+    # one rank holding trajectories 0-5, or two holding 1, 2, 4 and 0, 3, 5: the same three mini-batches
+    assert mini_batch_members([0, 1, 2, 3, 4, 5], 3) == [[0, 3], [1, 4], [2, 5]]
+    assert mini_batch_members([1, 2, 4], 3) == [[], [0, 2], [1]]  # trajectories -, 1 and 4, 2
+    assert mini_batch_members([0, 3, 5], 3) == [[0, 1], [], [2]]  # trajectories 0 and 3, -, 5
+    with pytest.raises(ValueError, match="mini_batches must be >= 1"):
+        mini_batch_members([0], 0)
 
 
 def test_optimizer_steps_reduce_the_loss(tiny_student, tiny_teacher):

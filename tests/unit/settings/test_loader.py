@@ -46,6 +46,7 @@ def test_priority_overrides_then_env_then_file(tmp_path, monkeypatch):
         ("[nonsense]\nx = 1\n", "nonsense: unknown key"),
         ("[distill]\nclip_ratio = [1.5, 2.0]\n", "clip_ratio must be"),
         ("[optim]\nsteps = 'many'\n", "optim.steps: Input should be a valid integer"),
+        ("[optim]\nbatch = 4\nmini_batches = 5\n", "mini_batches (5) cannot exceed batch (4)"),
         ("[depth\n", "is not valid TOML"),
     ],
 )

@@ -111,6 +111,13 @@ def test_rejected_attempts_are_rendered_with_the_agent_loops_feedback_and_never_
     assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
     assert len(noisy.token_ids) > len(plain.token_ids)
     assert render_episode(chat, episode, reject_rate=0.0, seed=3) == plain
+    # each rejected attempt's response is listed as a mistake, and nothing else is
+    assert plain.mistake_spans == []
+    feedback = [
+        decode(chat, noisy.token_ids[b:]).split("<|im_start|>assistant")[0] for _, b in noisy.mistake_spans
+    ]
+    assert len(feedback) == text.count("is not an admissible action here")
+    assert all("is not an admissible action here" in f for f in feedback)
 
 
 def test_rejected_attempt_is_stale_or_where_the_agent_stands():
@@ -183,6 +190,10 @@ def test_false_beliefs_are_rejected_and_the_expert_thinks_afresh_after_them(
     # the expert's turns, supervised, are exactly the plain rendering's: the true belief again
     supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
     assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    # the false beliefs acted on are exactly the listed mistakes
+    mistaken = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.mistake_spans]
+    assert len(mistaken) == len(attempts)
+    assert all(f'"action": "{action}"' in m for m, action in zip(mistaken, attempts, strict=True))
     assert render_episode(chat, episode, think=False, false_belief_rate=0.99) == render_episode(
         chat, episode, think=False
     )
@@ -206,6 +217,12 @@ def test_drifted_goals_are_context_and_the_next_expert_turn_restates_the_true_go
     plain_spans = [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
     assert len(supervised) == len(plain_spans) - len(wrong)
     assert all(s in plain_spans and "put apple in drawer 1." in s for s in supervised)
+    # the drifted turns are the listed mistakes, so no loss teaches them
+    listed = [
+        re.search(r"<think>\n?(.*?)\. holding:", decode(chat, drifted.token_ids[a:b]))
+        for a, b in drifted.mistake_spans
+    ]
+    assert [m.group(1) for m in listed if m] == wrong
     assert render_episode(chat, episode, think=False, goal_drift_rate=0.99) == render_episode(
         chat, episode, think=False
     )

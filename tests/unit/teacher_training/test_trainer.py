@@ -50,6 +50,20 @@ def test_response_loss_is_the_masked_next_token_cross_entropy(zoo_cache: Path, r
     ]
 
 
+def test_context_targets_leave_out_the_inserted_mistakes_unless_asked(chat: ChatFormat):
+    noisy = render_episode(chat, scripted_episode(seed=0), think=True, reject_rate=0.99, seed=3)
+    mistakes = {t for a, b in noisy.mistake_spans for t in range(a, b)}
+    responses = {t for a, b in noisy.response_spans for t in range(a, b)}
+    assert mistakes and not mistakes & responses
+    masked = episode_tensors(noisy)
+    kept = set((masked.context_at_M + 1).tolist())
+    assert kept == set(range(1, len(noisy.token_ids))) - responses - mistakes
+    assert masked.context_targets_M.tolist() == [noisy.token_ids[t] for t in sorted(kept)]
+    everything = episode_tensors(noisy, context_on_mistakes=True)
+    assert set((everything.context_at_M + 1).tolist()) == kept | mistakes
+    assert torch.equal(everything.targets_N, masked.targets_N)
+
+
 def test_loss_falls_and_reports_every_step(zoo_cache: Path, rendered):
     model = load_causal_lm("student", cache_dir=zoo_cache)
     reports: list[StepReport] = []
