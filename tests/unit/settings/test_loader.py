@@ -78,7 +78,7 @@ def test_paper_defaults_file_matches_built_in_defaults():
 def test_every_shipped_config_loads(name: str):
     settings = load_settings(Path(__file__).resolve().parents[3] / "configs" / name)
     if name == "demo.toml":  # the README's main run: the warm student learns from the trained teacher
-        assert (settings.models.student, settings.models.teacher) == ("student-sft", "teacher-sft")
+        assert (settings.models.student, settings.models.teacher) == ("student-cut3", "teacher-recovery")
         assert settings.eval.at_start and settings.optim.steps % settings.eval.interval == 0
     if name == "student_alfworld.toml":
         assert (settings.sft.base, settings.sft.out) == ("student", "student-sft")
