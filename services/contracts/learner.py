@@ -57,7 +57,9 @@ class LearnerStepResult(Contract):
     loss: FiniteFloat
     mean_kl: FiniteFloat = Field(description="Token-mean top-K reverse KL over the batch.")
     tokens: NonNegInt = Field(description="Supervised tokens in the batch.")
-    grad_norm: FiniteFloat = Field(ge=0.0, description="Global gradient norm before clipping.")
+    grad_norm: FiniteFloat = Field(
+        ge=0.0, description="Global gradient norm before clipping (mean over the step's mini-batch updates)."
+    )
     weights_version: NonNegInt = Field(description="Version published after this step.")
     turn_stats: TurnStatsRecord
     forward_backward_s: FiniteFloat = Field(ge=0.0)

@@ -1,12 +1,13 @@
-"""The Ray Train worker loop: FSDP2 student, AdamW, ``[optim] mini_batches`` updates per LearnerBatch shard.
+"""The Ray Train worker loop: FSDP2 student, AdamW, ``[optim] mini_batches`` updates per step.
 
 Each rank reads its shard of step k from its own queue and, for each of the step's mini-batches
-(trajectory i in mini-batch i mod ``[optim] mini_batches``, on whichever rank), runs its micro-batches
-(loss scaled by the world size and the mini-batch count: FSDP averages gradients across ranks while
-the objective is a sum over the global batch), clips and steps; then it publishes the full weights
-(rank 0: ``ray.put``) and checkpoints every ``checkpoint_every`` steps, and when the orchestrator asks (``LearnerCheckpointRequest``, before it
-replaces the learner). On start it resumes from the run directory's latest checkpoint and
-announces the step it resumed at, so the orchestrator sends nothing twice.
+(trajectory i in mini-batch i mod ``[optim] mini_batches``, on whichever rank), runs its
+micro-batches (loss scaled by the world size and the mini-batch count: FSDP averages gradients
+across ranks while the objective is a sum over the global batch), clips and steps; then it
+publishes the full weights (rank 0: ``ray.put``). It checkpoints every ``checkpoint_every`` steps,
+and when the orchestrator asks (``LearnerCheckpointRequest``, before it replaces the learner). On
+start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
+so the orchestrator sends nothing twice.
 """
 
 import time

@@ -1,5 +1,7 @@
 """Expert episodes rendered as the agent loop renders play: spans, loss mask, round trip, truncation."""
 
+from typing import Any
+
 import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
@@ -16,11 +18,23 @@ from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation
 from services.teacher_training.expert_thoughts import expert_thoughts
-from services.teacher_training.rendering import render_episode
+from services.teacher_training.rendering import RenderedEpisode, render_episode
 
 
 def decode(chat: ChatFormat, ids: list[int]) -> str:
     return str(chat.tokenizer.decode(ids, skip_special_tokens=False))
+
+
+def texts(chat: ChatFormat, rendered: RenderedEpisode, spans: list[tuple[int, int]]) -> list[str]:
+    """The decoded text of each span of a rendering."""
+    return [decode(chat, rendered.token_ids[a:b]) for a, b in spans]
+
+
+def seeded(chat: ChatFormat, episode: ExpertEpisode, **options: Any) -> RenderedEpisode:
+    """A rendering with inserted mistakes, after checking the same seed renders it again."""
+    rendered = render_episode(chat, episode, **options)
+    assert rendered == render_episode(chat, episode, **options)
+    return rendered
 
 
 def test_every_span_is_the_expert_thought_and_tool_call_and_parses_back_to_the_expert_action(
@@ -100,15 +114,13 @@ def test_rejected_attempts_are_rendered_with_the_agent_loops_feedback_and_never_
     chat: ChatFormat, episode: ExpertEpisode
 ):
     plain = render_episode(chat, episode)
-    noisy = render_episode(chat, episode, reject_rate=0.99, seed=3)
-    assert noisy == render_episode(chat, episode, reject_rate=0.99, seed=3)  # seeded
+    noisy = seeded(chat, episode, reject_rate=0.99, seed=3)
     text = decode(chat, noisy.token_ids)
     # Turn 0 has nothing stale to try; later turns try a stale action or the current place.
     assert text.count("is not an admissible action here") >= 3
     assert "go to countertop 1" in text.split("take apple 1 from countertop 1")[0]
     # Exactly the expert's responses are targets, and they are the plain rendering's responses.
-    supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
-    assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert texts(chat, noisy, noisy.response_spans) == texts(chat, plain, plain.response_spans)
     assert len(noisy.token_ids) > len(plain.token_ids)
     assert render_episode(chat, episode, reject_rate=0.0, seed=3) == plain
     # each rejected attempt's response is listed as a mistake, and nothing else is
@@ -171,8 +183,7 @@ def test_false_beliefs_are_rejected_and_the_expert_thinks_afresh_after_them(
     import re
 
     plain = render_episode(chat, episode)
-    noisy = render_episode(chat, episode, seed=1, false_belief_rate=0.99)
-    assert noisy == render_episode(chat, episode, seed=1, false_belief_rate=0.99)  # seeded
+    noisy = seeded(chat, episode, seed=1, false_belief_rate=0.99)
     text = decode(chat, noisy.token_ids)
     attempts = re.findall(
         r'"action": "([^"]+)"\}\}\n</tool_call><\|im_end\|>\n<\|im_start\|>user\n'
@@ -188,10 +199,9 @@ def test_false_beliefs_are_rejected_and_the_expert_thinks_afresh_after_them(
     phantom_thought = re.search(r"unsearched: ([a-z]+ 1) countertop 1 drawer 1 sinkbasin 1\.", text)
     assert phantom_thought and phantom_thought.group(1) not in room
     # the expert's turns, supervised, are exactly the plain rendering's: the true belief again
-    supervised = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.response_spans]
-    assert supervised == [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    assert texts(chat, noisy, noisy.response_spans) == texts(chat, plain, plain.response_spans)
     # the false beliefs acted on are exactly the listed mistakes
-    mistaken = [decode(chat, noisy.token_ids[a:b]) for a, b in noisy.mistake_spans]
+    mistaken = texts(chat, noisy, noisy.mistake_spans)
     assert len(mistaken) == len(attempts)
     assert all(f'"action": "{action}"' in m for m, action in zip(mistaken, attempts, strict=True))
     assert render_episode(chat, episode, think=False, false_belief_rate=0.99) == render_episode(
@@ -205,22 +215,20 @@ def test_drifted_goals_are_context_and_the_next_expert_turn_restates_the_true_go
     import re
 
     plain = render_episode(chat, episode)
-    drifted = render_episode(chat, episode, seed=2, goal_drift_rate=0.99)
-    assert drifted == render_episode(chat, episode, seed=2, goal_drift_rate=0.99)  # seeded
+    drifted = seeded(chat, episode, seed=2, goal_drift_rate=0.99)
     text = decode(chat, drifted.token_ids)
     goals = re.findall(r"<think>\n?(.*?)\. holding:", text)
     assert goals[0] == "put apple in drawer 1"  # the first turn never drifts
     wrong = [g for g in goals if g != "put apple in drawer 1"]
     assert len(wrong) >= 3 and all(g.startswith("put ") for g in wrong)
     # the drifted turns are not targets; every supervised response is the plain rendering's
-    supervised = [decode(chat, drifted.token_ids[a:b]) for a, b in drifted.response_spans]
-    plain_spans = [decode(chat, plain.token_ids[a:b]) for a, b in plain.response_spans]
+    supervised = texts(chat, drifted, drifted.response_spans)
+    plain_spans = texts(chat, plain, plain.response_spans)
     assert len(supervised) == len(plain_spans) - len(wrong)
     assert all(s in plain_spans and "put apple in drawer 1." in s for s in supervised)
     # the drifted turns are the listed mistakes, so no loss teaches them
     listed = [
-        re.search(r"<think>\n?(.*?)\. holding:", decode(chat, drifted.token_ids[a:b]))
-        for a, b in drifted.mistake_spans
+        re.search(r"<think>\n?(.*?)\. holding:", t) for t in texts(chat, drifted, drifted.mistake_spans)
     ]
     assert [m.group(1) for m in listed if m] == wrong
     assert render_episode(chat, episode, think=False, goal_drift_rate=0.99) == render_episode(
