@@ -66,8 +66,14 @@ def train(
         str | None, typer.Option(help="A running env gateway (default: start one for the collection).")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="TOML config; flags given here override it.")] = None,
+    fresh: Annotated[
+        bool, typer.Option(help="Discard a saved partial run of this output instead of continuing it.")
+    ] = False,
 ) -> None:
-    """Collect (or reuse) expert episodes, fine-tune the base model on them, save the checkpoint."""
+    """Collect (or reuse) expert episodes, fine-tune the base model on them, save the checkpoint.
+
+    Interrupted training continues where its last saved state left it (config: sft.checkpoint_every).
+    """
     from transformers.utils import logging as hf_logging
 
     from services.teacher_training.pipeline import check_request, expert_dataset, train_teacher
@@ -97,15 +103,16 @@ def train(
             if not console.is_terminal and _plain_line_due(report.step + 1, report.total_steps, 20):
                 console.print(f"training step {report.step + 1}/{report.total_steps}  {info}")
 
-        trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage)
+        trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage, fresh=fresh)
         progress.update(task, description="done")
     summary, info = trained.summary, dataset.info
     state = "cached" if dataset.cached else "collected"
     console.print(
         f"expert data  {state}: {info.episodes} episodes ({info.dropped} dropped) in {dataset.path}"
     )
+    resumed = "" if trained.resumed_at_step is None else f" (resumed at step {trained.resumed_at_step})"
     console.print(
-        f"training     {summary.steps} steps, {summary.tokens_seen:,} tokens in {summary.seconds:.0f}s; "
+        f"training     {summary.steps} steps{resumed}, {summary.tokens_seen:,} tokens in {summary.seconds:.0f}s; "
         f"final loss {summary.losses[-1]:.4f}"
     )
     console.print(f"checkpoint   {trained.path}")

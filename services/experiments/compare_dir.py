@@ -52,6 +52,18 @@ def config_differences(saved: Mapping[str, Any], wanted: Mapping[str, Any], pref
     return out
 
 
+def with_defaults(saved: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``saved`` with every key it lacks taken from ``defaults`` (nested): a settings key added since
+    a run was started counts as its default, so older runs stay comparable."""
+    out = dict(saved)
+    for key, default in defaults.items():
+        if key not in out:
+            out[key] = default
+        elif isinstance(out[key], Mapping) and isinstance(default, Mapping):
+            out[key] = with_defaults(out[key], default)
+    return out
+
+
 def load_run(path: Path) -> RunLogs:
     """A run directory's method, seed, metrics and evaluations."""
     if not path.is_dir():

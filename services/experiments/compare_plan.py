@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import get_args
 
 from services.errors import ConflictError, InputError
-from services.experiments.compare_dir import RunState, config_differences, run_path, run_state, settings_json
+from services.experiments.compare_dir import (
+    RunState,
+    config_differences,
+    run_path,
+    run_state,
+    settings_json,
+    with_defaults,
+)
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import Method
@@ -74,7 +81,10 @@ def plan_runs(
             state = run_state(path, settings.optim.steps)
             if state != "new":
                 saved = json.loads((path / CONFIG_FILE).read_text())
-                differ = config_differences(saved, settings_json(settings, SECRET_FIELDS))
+                defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
+                differ = config_differences(
+                    with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS)
+                )
                 if differ:
                     raise ConflictError(
                         f"{path} was started with a different config ({', '.join(differ[:8])} differ); "

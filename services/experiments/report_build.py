@@ -9,7 +9,7 @@ the loss-allocation table.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from services.contracts.controller import StepDecision
 from services.contracts.diagnosis import DiagnosisReport
@@ -34,7 +34,7 @@ from services.experiments.report_data import (
 from services.experiments.report_page import Block, Heading, Image, Paragraph, render_page
 from services.experiments.tables import Table, allocation_table, comparison_table, task_type_table
 from services.orchestrator.run_dir import DECISIONS_FILE, TURN_STATS_FILE, RunDir
-from services.settings.tree import DiagnosticsSettings, TurnOPDSettings
+from services.settings.tree import DiagnosticsSettings, Method, TurnOPDSettings
 
 REPORT_HTML = "report.html"
 REPORT_MARKDOWN = "report.md"
@@ -93,10 +93,10 @@ def comparison_summaries(
     if found and all(s is not None for s in found):
         return [s for s in found if s is not None], ""
     steps = min(max(m.step for m in r.logs.metrics) for r in runs)
+    order = {method: i for i, method in enumerate(get_args(Method))}  # the paper's table order
+    logs = sorted((r.logs for r in runs), key=lambda g: (order.get(g.method, len(order)), g.seed))
     try:
-        return [
-            summarise([r.logs for r in runs], steps)
-        ], f"Comparison computed by the report at K = {steps}."
+        return [summarise(logs, steps)], f"Comparison computed by the report at K = {steps}."
     except InputError as exc:
         return [], f"No comparison table: {exc}"
 

@@ -102,6 +102,12 @@ class SFTSettings(Section):
         64, ge=1, le=4096, description="Sequences are right-padded to a multiple of this (kernel reuse)."
     )
     threads: int = Field(0, ge=0, le=256, description="Torch CPU threads (0: torch's default).")
+    checkpoint_every: int = Field(
+        100,
+        ge=0,
+        description="Save a resumable state (weights, optimizer, progress) every N optimizer steps beside the "
+        "output; `turnopd teacher train` with the same settings continues from it (0: never).",
+    )
 
     @model_validator(mode="after")
     def _base_layers_increasing(self) -> "SFTSettings":

@@ -133,7 +133,9 @@ class EvalSettings(Section):
         1234, ge=0, description="Seed choosing the validation games (fixed across evaluations)."
     )
     val_n: int = Field(4, ge=1, description="Samples per validation task (Avg@n).")
-    val_temperature: float = Field(0.85, gt=0.0, description="Validation sampling temperature.")
+    val_temperature: float = Field(
+        0.85, ge=0.0, description="Validation sampling temperature; 0 decodes greedily (argmax)."
+    )
 
 
 class DiagnosticsSettings(Section):

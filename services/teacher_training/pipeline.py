@@ -25,6 +25,7 @@ from services.teacher_training.checkpoint import checkpoint_target, save_checkpo
 from services.teacher_training.collection import collect_expert_episodes, episode_seeds
 from services.teacher_training.dataset import DATASET_FORMAT, dataset_dir, load_dataset, save_dataset
 from services.teacher_training.rendering import render_episodes
+from services.teacher_training.resume import ResumeStore, resume_dir, run_key
 from services.teacher_training.trainer import StepReport, TrainSummary, train_sft
 
 SFT_FORMAT = 1
@@ -44,6 +45,7 @@ class TrainedCheckpoint:
     summary: TrainSummary
     response_tokens: int
     sequence_tokens: int
+    resumed_at_step: int | None = None
 
 
 class CollectProgress:
@@ -190,8 +192,13 @@ def train_teacher(
     dataset: ExpertDataset,
     on_step: Callable[[StepReport], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    fresh: bool = False,
 ) -> TrainedCheckpoint:
-    """Fine-tune ``sft.base`` on the dataset and save it as ``sft.out``; returns where and how it went."""
+    """Fine-tune ``sft.base`` on the dataset and save it as ``sft.out``; returns where and how it went.
+
+    A partial run of the same settings saved beside ``sft.out`` (``[sft] checkpoint_every``) is
+    continued, unless ``fresh`` discards it.
+    """
     from services.models.loading import load_causal_lm, load_tokenizer
 
     stage = on_stage or (lambda _: None)
@@ -220,8 +227,12 @@ def train_teacher(
         false_belief_rate=sft.false_belief_rate,
         goal_drift_rate=sft.goal_drift_rate,
     )
-    stage("training")
-    summary = train_sft(model, rendered, sft, on_step)
+    store = ResumeStore(resume_dir(target), run_key(sft, dataset.path.name))
+    if fresh:
+        store.clear()
+    start = store.load()
+    stage("training" if start is None else f"resuming at step {start.next_step}")
+    summary = train_sft(model, rendered, sft, on_step, start=start, on_checkpoint=store.save)
     stage(f"saving {sft.out}")
     manifest = {
         "format": SFT_FORMAT,
@@ -236,10 +247,14 @@ def train_teacher(
         "steps": summary.steps,
         "final_loss": summary.losses[-1],
     }
+    if start is not None:
+        manifest["resumed_at_step"] = start.next_step
     path = save_checkpoint(model, tokenizer, target, manifest)
+    store.clear()
     return TrainedCheckpoint(
         path=path,
         summary=summary,
         response_tokens=sum(r.num_response_tokens for r in rendered),
         sequence_tokens=sum(len(r.token_ids) for r in rendered),
+        resumed_at_step=None if start is None else start.next_step,
     )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from services.errors import InputError
 from services.settings.sft import SFTSettings
 from services.teacher_training.rendering import RenderedEpisode
+from services.teacher_training.resume import TrainState
 from services.teacher_training.schedule import learning_rate, step_batches
 
 if TYPE_CHECKING:
@@ -139,8 +140,15 @@ def train_sft(
     episodes: Sequence[RenderedEpisode],
     settings: SFTSettings,
     on_step: Callable[[StepReport], None] | None = None,
+    start: TrainState | None = None,
+    on_checkpoint: Callable[[TrainState], None] | None = None,
 ) -> TrainSummary:
-    """Train ``model`` in place on ``episodes``; ``on_step`` gets every step's report."""
+    """Train ``model`` in place on ``episodes``; ``on_step`` gets every step's report.
+
+    ``start`` continues a run from its saved state (weights, optimizer, progress) at the step it
+    had reached; ``on_checkpoint`` gets the state every ``settings.checkpoint_every`` steps (not
+    after the last one: the caller saves the finished model).
+    """
     import torch
 
     if settings.threads:
@@ -152,11 +160,21 @@ def train_sft(
     plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
     warmup = round(settings.warmup_frac * len(plan))
     optimizer = make_optimizer(model, settings)
-    model.train()
     losses: list[float] = []
-    seen = 0
+    seen, first, before = 0, 0, 0.0
+    if start is not None:
+        if start.total_steps != len(plan) or not 0 < start.next_step < len(plan):
+            raise InputError(
+                f"the saved state is at step {start.next_step} of {start.total_steps}, "
+                f"but this run has {len(plan)} steps"
+            )
+        model.load_state_dict(start.model_state)
+        optimizer.load_state_dict(start.optimizer_state)
+        losses, seen, first, before = list(start.losses), start.tokens_seen, start.next_step, start.seconds
+    model.train()
     started = time.perf_counter()
-    for step, batch in enumerate(plan):
+    for step in range(first, len(plan)):
+        batch = plan[step]
         step_started = time.perf_counter()
         lr = learning_rate(step, len(plan), settings.lr, warmup, settings.schedule, settings.min_lr_ratio)
         for group in optimizer.param_groups:
@@ -189,5 +207,18 @@ def train_sft(
                     seconds=time.perf_counter() - step_started,
                 )
             )
+        every = settings.checkpoint_every
+        if on_checkpoint is not None and every and (step + 1) % every == 0 and step + 1 < len(plan):
+            on_checkpoint(
+                TrainState(
+                    next_step=step + 1,
+                    total_steps=len(plan),
+                    losses=list(losses),
+                    tokens_seen=seen,
+                    seconds=before + time.perf_counter() - started,
+                    model_state=model.state_dict(),
+                    optimizer_state=optimizer.state_dict(),
+                )
+            )
     model.eval()
-    return TrainSummary(len(plan), len(tensors), losses, seen, time.perf_counter() - started)
+    return TrainSummary(len(plan), len(tensors), losses, seen, before + time.perf_counter() - started)

@@ -12,7 +12,8 @@ from services.models.loading import load_causal_lm
 from services.models.registry import resolve_cache_dir
 from services.settings import load_settings
 from services.teacher_training.dataset import dataset_dir, save_dataset
-from services.teacher_training.pipeline import wanted_dataset
+from services.teacher_training.pipeline import expert_dataset, train_teacher, wanted_dataset
+from services.teacher_training.trainer import StepReport
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +70,42 @@ def test_zoo_names_and_missing_bases_fail_in_one_line_before_any_work(cli, confi
     assert refused.code == 2 and "is a zoo model" in refused.err
     missing = cli("teacher", "train", "--config", config, "--base", "no-such-model")
     assert missing.code == 2 and "no model checkpoint" in missing.err
+
+
+def interrupted_run(config: Path, tmp_path: Path) -> Path:
+    """Train from ``config`` until step 1 ends (a state saved after every step); where it is kept."""
+    settings = load_settings(config, {"sft": {"seed": 0, "checkpoint_every": 1}})
+
+    def interrupt(report: StepReport) -> None:
+        if report.step == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_teacher(settings, expert_dataset(settings), on_step=interrupt)
+    return tmp_path / "models" / ".student-sft.resume"
+
+
+def test_an_interrupted_run_continues_from_its_saved_state(cli, config: Path, tmp_path: Path):
+    partial = interrupted_run(config, tmp_path)
+    assert sorted(p.name for p in partial.iterdir()) == ["run.json", "state.pt"]
+    assert not (tmp_path / "models" / "student-sft").exists()
+
+    other = cli("teacher", "train", "--config", config, "--seed", "0", "--lr", "0.001")
+    assert other.code == 2 and "(lr differ)" in other.err and "--fresh" in other.err
+    assert partial.is_dir()
+    result = cli("teacher", "train", "--config", config, "--seed", "0")
+    assert result.code == 0, result.err
+    assert "training     3 steps (resumed at step 1)" in result.err
+    steps = [line.split("  ")[0] for line in result.err.splitlines() if line.startswith("training step")]
+    assert steps == ["training step 2/3", "training step 3/3"]
+    manifest = json.loads((tmp_path / "models" / "student-sft" / MANIFEST).read_text())
+    assert (manifest["steps"], manifest["resumed_at_step"]) == (3, 1)
+    assert not partial.exists()
+
+
+def test_fresh_discards_a_partial_run(cli, config: Path, tmp_path: Path):
+    partial = interrupted_run(config, tmp_path)
+    result = cli("teacher", "train", "--config", config, "--seed", "0", "--lr", "0.001", "--fresh")
+    assert result.code == 0, result.err
+    assert "training     3 steps, " in result.err and "resumed" not in result.err
+    assert not partial.exists()

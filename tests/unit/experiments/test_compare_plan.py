@@ -13,6 +13,7 @@ from services.experiments.compare_dir import (
     run_path,
     run_state,
     settings_json,
+    with_defaults,
 )
 from services.experiments.compare_plan import parse_methods, plan_runs, run_settings
 from services.orchestrator.run_dir import SECRET_FIELDS
@@ -83,6 +84,25 @@ def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_config
         plan_runs(None, ["turnopd"], 1, 5, out)
     with pytest.raises(InputError, match="--seeds must be >= 1"):
         plan_runs(None, ["turnopd"], 0, 3, out)
+
+
+def test_keys_added_to_the_settings_since_a_run_started_count_as_their_defaults(tmp_path):
+    out, config = tmp_path / "cmp", tmp_path / "c.toml"
+    (planned,) = plan_runs(None, ["vanilla"], 1, 3, out)
+    _materialise(planned.settings, 2)
+    saved = planned.settings.run.run_dir / "config.json"
+    older = json.loads(saved.read_text())
+    del older["sft"]["checkpoint_every"], older["eval"]
+    saved.write_text(json.dumps(older))
+    assert [p.state for p in plan_runs(None, ["vanilla"], 1, 3, out)] == ["partial"]
+    config.write_text("[sft]\ncheckpoint_every = 7\n")
+    with pytest.raises(ConflictError, match=r"\(sft.checkpoint_every differ\)"):
+        plan_runs(config, ["vanilla"], 1, 3, out)
+    assert with_defaults({"a": {"b": 1}, "gone": 2}, {"a": {"b": 0, "c": 3}, "d": 4}) == {
+        "a": {"b": 1, "c": 3},
+        "gone": 2,
+        "d": 4,
+    }
 
 
 def test_seeds_start_at_the_configs_seed(tmp_path):

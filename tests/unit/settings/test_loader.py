@@ -26,6 +26,10 @@ def test_defaults_are_the_paper_table():
     assert (s.eval.val_n, s.eval.val_temperature) == (4, 0.85)
 
 
+def test_validation_may_decode_greedily(tmp_path):
+    assert load_settings(write(tmp_path, "[eval]\nval_temperature = 0\n")).eval.val_temperature == 0.0
+
+
 def test_priority_overrides_then_env_then_file(tmp_path, monkeypatch):
     path = write(tmp_path, "[depth]\nema_alpha = 0.5\nprobe_interval = 4\n[optim]\nsteps = 9\n")
     assert load_settings(path).depth.ema_alpha == 0.5
@@ -47,6 +51,10 @@ def test_priority_overrides_then_env_then_file(tmp_path, monkeypatch):
         ("[distill]\nclip_ratio = [1.5, 2.0]\n", "clip_ratio must be"),
         ("[optim]\nsteps = 'many'\n", "optim.steps: Input should be a valid integer"),
         ("[optim]\nbatch = 4\nmini_batches = 5\n", "mini_batches (5) cannot exceed batch (4)"),
+        (
+            "[eval]\nval_temperature = -0.1\n",
+            "eval.val_temperature: Input should be greater than or equal to 0",
+        ),
         ("[depth\n", "is not valid TOML"),
     ],
 )

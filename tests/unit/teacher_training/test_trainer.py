@@ -1,6 +1,7 @@
 """The SFT trainer on the tiny zoo student: the loss is HF's masked cross-entropy, it falls, it is
 seeded, and the checkpoint it saves loads back through the shared loader."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -9,12 +10,13 @@ import torch
 from expert_episodes import scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.errors import ConflictError
+from services.errors import ConflictError, InputError
 from services.models.build import MANIFEST
 from services.models.loading import load_causal_lm, load_tokenizer
 from services.settings.sft import SFTSettings
 from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
 from services.teacher_training.rendering import RenderedEpisode, render_episode
+from services.teacher_training.resume import TrainState
 from services.teacher_training.trainer import StepReport, episode_tensors, response_loss, train_sft
 
 
@@ -81,6 +83,24 @@ def test_same_seed_same_loss_curve(zoo_cache: Path, rendered):
     first = tiny_run(zoo_cache, rendered, seed=1)
     assert first == tiny_run(zoo_cache, rendered, seed=1)
     assert first != tiny_run(zoo_cache, rendered, seed=4)  # another episode order (seeds 1-3 share one)
+
+
+def test_a_resumed_run_ends_where_the_uninterrupted_one_does(zoo_cache: Path, rendered):
+    settings = SFTSettings(epochs=3, batch_episodes=1, lr=3e-3, warmup_frac=0.0, checkpoint_every=2)
+    straight = load_causal_lm("student", cache_dir=zoo_cache)
+    saved: list[TrainState] = []
+    whole = train_sft(straight, rendered, settings, on_checkpoint=lambda s: saved.append(copy.deepcopy(s)))
+    assert [s.next_step for s in saved] == [2, 4]  # every 2 steps, not after the last (6)
+    assert saved[0].losses == whole.losses[:2] and saved[0].total_steps == 6
+    resumed = load_causal_lm("student", cache_dir=zoo_cache)
+    reports: list[StepReport] = []
+    rest = train_sft(resumed, rendered, settings, on_step=reports.append, start=saved[0])
+    assert [r.step for r in reports] == [2, 3, 4, 5]
+    assert rest.losses == whole.losses and rest.tokens_seen == whole.tokens_seen
+    for name, weight in straight.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], weight), name
+    with pytest.raises(InputError, match="step 2 of 6, but this run has 4 steps"):
+        train_sft(resumed, rendered, settings.model_copy(update={"epochs": 2}), start=saved[0])
 
 
 def test_checkpoint_loads_back_with_the_shared_loader(zoo_cache: Path, rendered, tmp_path: Path):
