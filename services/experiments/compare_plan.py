@@ -73,6 +73,7 @@ def plan_runs(
     if n_seeds < 1:
         raise InputError(f"--seeds must be >= 1, got {n_seeds}")
     base_seed = load_settings(config).run.seed
+    defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
     planned = []
     for method in methods:
         for seed in range(base_seed, base_seed + n_seeds):
@@ -81,7 +82,6 @@ def plan_runs(
             state = run_state(path, settings.optim.steps)
             if state != "new":
                 saved = json.loads((path / CONFIG_FILE).read_text())
-                defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
                 differ = config_differences(
                     with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS)
                 )
