@@ -1,14 +1,21 @@
-"""A smaller model cut from a larger one: keep some of its decoder layers, drop the rest.
+"""A model built from chosen decoder layers of another: cut one smaller, or grow one deeper.
 
-DistilBERT initialises its student from every other layer of the teacher; a student started this
-way shares the teacher's embeddings, tokenizer and representation, so it knows the format at
-once but, with half its layers gone, plays far worse until it is trained. ``[sft] base_layers``
-uses this to start the demo's student from the household teacher. Works on any Hugging Face
-decoder whose layers sit in ``model.model.layers`` (Qwen3, Llama, Mistral and the like).
+Cutting: DistilBERT initialises its student from every other layer of the teacher; a student
+started this way shares the teacher's embeddings, tokenizer and representation, so it knows the
+format at once but, with half its layers gone, plays far worse until it is trained. ``[sft]
+base_layers`` uses this to start the demo's student from the household teacher.
+
+Growing (depth up-scaling): an index named twice becomes two independent copies of that layer.
+SOLAR 10.7B grew a 32-layer model to 48 layers by joining two copies of it, the first without its
+last 8 layers and the second without its first 8, then continued training; progressive stacking
+(Gong et al., 2019) grows BERT the same way. ``[0, 1, 2, 1, 2, 3]`` is that recipe for a 4-layer
+model: 6 layers that start near the trained model's function instead of from random weights.
+
+Works on any Hugging Face decoder whose layers sit in ``model.model.layers`` (Qwen3, Llama,
+Mistral and the like).
 """
 
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from services.errors import ConfigError
@@ -22,9 +29,7 @@ def check_layer_choice(layers: Sequence[int], available: int) -> list[int]:
     chosen = list(layers)
     if not chosen:
         raise ConfigError("base_layers must name at least one layer")
-    if any(b <= a for a, b in pairwise(chosen)):
-        raise ConfigError(f"base_layers must be strictly increasing, got {chosen}")
-    if chosen[0] < 0 or chosen[-1] >= available:
+    if min(chosen) < 0 or max(chosen) >= available:
         raise ConfigError(
             f"base_layers {chosen} out of range: the base model has {available} layers (0..{available - 1})"
         )
@@ -32,12 +37,20 @@ def check_layer_choice(layers: Sequence[int], available: int) -> list[int]:
 
 
 def keep_layers(model: "PreTrainedModel", layers: Sequence[int]) -> "PreTrainedModel":
-    """``model`` with only the decoder ``layers`` (in order), its config updated to match; in place."""
+    """``model`` with the decoder ``layers`` in the order given (a repeated index is an independent
+    copy of that layer), its config updated to match; in place."""
+    import copy
+
     import torch
 
     decoder = model.model
     chosen = check_layer_choice(layers, len(decoder.layers))
-    decoder.layers = torch.nn.ModuleList([decoder.layers[i] for i in chosen])
+    used: set[int] = set()
+    built = []
+    for i in chosen:
+        built.append(copy.deepcopy(decoder.layers[i]) if i in used else decoder.layers[i])
+        used.add(i)
+    decoder.layers = torch.nn.ModuleList(built)
     for index, layer in enumerate(decoder.layers):
         # the KV cache is indexed by the attention's layer_idx: renumber 0..n-1
         layer.self_attn.layer_idx = index

@@ -15,8 +15,9 @@ class SFTSettings(Section):
     )
     base_layers: list[int] | None = Field(
         None,
-        description="Keep only these decoder layers of the base, in increasing order (a smaller model cut "
-        "from a larger one, as DistilBERT's student from every other teacher layer); unset: all layers.",
+        description="Build the model from these decoder layers of the base, in this order: fewer cut a smaller "
+        "model (as DistilBERT's student from every other teacher layer); an index named twice is an independent "
+        "copy (depth up-scaling: [0, 1, 2, 1, 2, 3] grows 4 layers to 6, as SOLAR did); unset: all layers.",
     )
     out: str = Field(
         "teacher-sft", min_length=1, description="Zoo name (or path) the trained checkpoint is saved as."
@@ -110,10 +111,10 @@ class SFTSettings(Section):
     )
 
     @model_validator(mode="after")
-    def _base_layers_increasing(self) -> "SFTSettings":
+    def _base_layers_named(self) -> "SFTSettings":
         layers = self.base_layers
-        if layers is not None and (not layers or min(layers) < 0 or layers != sorted(set(layers))):
-            raise ValueError(f"base_layers must be distinct, increasing layer indices >= 0, got {layers}")
+        if layers is not None and (not layers or min(layers) < 0):
+            raise ValueError(f"base_layers must name at least one layer index, each >= 0, got {layers}")
         return self
 
     @model_validator(mode="after")

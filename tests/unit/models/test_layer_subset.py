@@ -12,9 +12,8 @@ from services.models.loading import load_causal_lm
     ("layers", "problem"),
     [
         ([], "at least one"),
-        ([2, 1], "strictly increasing"),
-        ([1, 1], "strictly increasing"),
         ([0, 4], "has 4 layers"),
+        ([-1, 2], "out of range"),
     ],
 )
 def test_bad_layer_choices_are_named(layers: list[int], problem: str) -> None:
@@ -56,3 +55,53 @@ def test_cut_model_generates_with_its_kv_cache_and_round_trips(zoo_cache: Path, 
     assert reloaded.config.num_hidden_layers == 2
     with torch.no_grad():
         torch.testing.assert_close(reloaded(ids).logits, cut(ids).logits)
+
+
+def _hidden(output: object) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output  # type: ignore[index,return-value]
+
+
+def test_grown_model_runs_the_repeated_layers_twice_as_independent_copies(
+    zoo_cache: Path, tmp_path: Path
+) -> None:
+    full = load_causal_lm("teacher", cache_dir=zoo_cache)
+    grown = keep_layers(load_causal_lm("teacher", cache_dir=zoo_cache), [0, 1, 2, 1, 2, 3])
+    assert grown.config.num_hidden_layers == 6 and len(grown.model.layers) == 6
+    assert [layer.self_attn.layer_idx for layer in grown.model.layers] == [0, 1, 2, 3, 4, 5]
+    first, second = grown.model.layers[1], grown.model.layers[3]
+    assert first is not second
+    pairs = zip(first.parameters(), second.parameters(), strict=True)
+    assert all(a.data_ptr() != b.data_ptr() and torch.equal(a, b) for a, b in pairs)
+
+    # The full model with layers 1 and 2 run again after layer 2 computes what the grown one does.
+    again = {"busy": False}
+
+    def repeat(module: torch.nn.Module, args: tuple, kwargs: dict, output: object) -> object:
+        if again["busy"]:
+            return output
+        again["busy"] = True
+        hidden = _hidden(output)
+        rest = {k: v for k, v in kwargs.items() if k != "hidden_states"}
+        for layer in (full.model.layers[1], full.model.layers[2]):
+            hidden = _hidden(layer(hidden, **rest))
+        again["busy"] = False
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+    hook = full.model.layers[2].register_forward_hook(repeat, with_kwargs=True)
+    ids = torch.tensor([[5, 17, 99, 3, 250, 41, 7]])
+    with torch.no_grad():
+        expected, got = full(ids, use_cache=False).logits, grown(ids, use_cache=False).logits
+    hook.remove()
+    torch.testing.assert_close(got, expected)
+
+    with torch.no_grad():
+        cached = grown.generate(ids[:, :4], max_new_tokens=6, do_sample=False, use_cache=True)
+        uncached = grown.generate(ids[:, :4], max_new_tokens=6, do_sample=False, use_cache=False)
+        next(second.parameters()).add_(1.0)
+    assert cached.tolist() == uncached.tolist()
+    assert not torch.equal(next(first.parameters()), next(second.parameters()))
+    grown.save_pretrained(tmp_path / "grown")
+    reloaded = load_causal_lm(str(tmp_path / "grown"))
+    assert reloaded.config.num_hidden_layers == 6
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(ids).logits, grown(ids).logits)

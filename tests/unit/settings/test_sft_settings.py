@@ -34,7 +34,7 @@ def test_file_environment_and_overrides(tmp_path: Path, monkeypatch):
         ("[sft]\nbetas = [0.9, 1.0]\n", "sft"),
         ('[sft]\nschedule = "step"\n', "sft.schedule"),
         ("[sft]\nunknown = 1\n", "sft.unknown"),
-        ("[sft]\nbase_layers = [3, 0]\n", "sft"),
+        ("[sft]\nbase_layers = [0, -1]\n", "sft"),
         ("[sft]\nbase_layers = []\n", "sft"),
         ("[sft]\ngoal_drift_rate = 1.0\n", "sft.goal_drift_rate"),
     ],
@@ -51,4 +51,6 @@ def test_base_layers_are_kept_as_given(tmp_path: Path):
     config.write_text('[sft]\nbase = "teacher-recovery"\nbase_layers = [0, 3]\n')
     sft = load_settings(config).sft
     assert (sft.base, sft.base_layers) == ("teacher-recovery", [0, 3])
+    config.write_text("[sft]\nbase_layers = [0, 1, 2, 1, 2, 3]\n")
+    assert load_settings(config).sft.base_layers == [0, 1, 2, 1, 2, 3]
     assert load_settings(None).sft.base_layers is None
