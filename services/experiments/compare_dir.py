@@ -16,6 +16,7 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError
 from services.experiments.protocols import RunLogs
 from services.orchestrator.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
+from services.settings.diff import settings_differences
 from services.settings.tree import TurnOPDSettings
 
 SUMMARY_FILE = "summary.json"
@@ -38,30 +39,9 @@ def run_state(path: Path, steps: int) -> RunState:
     return "complete" if done and steps in run.steps_logged(EVAL_FILE) else "partial"
 
 
-def config_differences(saved: Mapping[str, Any], wanted: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two nested settings dicts (``IGNORED_KEYS`` left out)."""
-    keys = sorted(set(saved) | set(wanted))
-    out: list[str] = []
-    for key in keys:
-        dotted = f"{prefix}{key}"
-        a, b = saved.get(key), wanted.get(key)
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out.extend(config_differences(a, b, dotted + "."))
-        elif a != b and dotted not in IGNORED_KEYS:
-            out.append(dotted)
-    return out
-
-
-def with_defaults(saved: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``saved`` with every key it lacks taken from ``defaults`` (nested): a settings key added since
-    a run was started counts as its default, so older runs stay comparable."""
-    out = dict(saved)
-    for key, default in defaults.items():
-        if key not in out:
-            out[key] = default
-        elif isinstance(out[key], Mapping) and isinstance(default, Mapping):
-            out[key] = with_defaults(out[key], default)
-    return out
+def config_differences(saved: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """Dotted keys whose values differ between a run's saved config and the wanted one (``IGNORED_KEYS`` left out)."""
+    return settings_differences(saved, wanted, IGNORED_KEYS)
 
 
 def load_run(path: Path) -> RunLogs:

@@ -19,10 +19,10 @@ from services.experiments.compare_dir import (
     run_path,
     run_state,
     settings_json,
-    with_defaults,
 )
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS
 from services.settings import TurnOPDSettings, load_settings
+from services.settings.diff import with_defaults
 from services.settings.tree import Method
 
 

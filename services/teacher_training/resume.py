@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from services.errors import ConflictError, InputError
+from services.settings.diff import settings_differences
 from services.settings.sft import SFTSettings
 
 RESUME_FORMAT = 1
@@ -70,7 +71,7 @@ class ResumeStore:
             saved = json.loads(run_file.read_text())
         except json.JSONDecodeError as exc:
             raise InputError(f"{run_file} is not valid JSON ({exc}); remove it or pass --fresh") from exc
-        differing = sorted(k for k in set(saved) | set(self.key) if saved.get(k) != self.key.get(k))
+        differing = settings_differences(saved, self.key)
         if differing:
             raise ConflictError(
                 f"{self.directory} holds a partial run with other settings ({', '.join(differing)} differ); "

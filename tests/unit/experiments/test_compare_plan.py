@@ -13,7 +13,6 @@ from services.experiments.compare_dir import (
     run_path,
     run_state,
     settings_json,
-    with_defaults,
 )
 from services.experiments.compare_plan import parse_methods, plan_runs, run_settings
 from services.orchestrator.run_dir import SECRET_FIELDS
@@ -98,11 +97,6 @@ def test_keys_added_to_the_settings_since_a_run_started_count_as_their_defaults(
     config.write_text("[sft]\ncheckpoint_every = 7\n")
     with pytest.raises(ConflictError, match=r"\(sft.checkpoint_every differ\)"):
         plan_runs(config, ["vanilla"], 1, 3, out)
-    assert with_defaults({"a": {"b": 1}, "gone": 2}, {"a": {"b": 0, "c": 3}, "d": 4}) == {
-        "a": {"b": 1, "c": 3},
-        "gone": 2,
-        "d": 4,
-    }
 
 
 def test_seeds_start_at_the_configs_seed(tmp_path):
