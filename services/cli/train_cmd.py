@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from services.cli.options import settings_with
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError
+from services.models.trained_format import check_task_reminder
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import Method
@@ -19,6 +20,12 @@ def _resolved(
     config: Path | None, method: Method | None, steps: int | None, run_dir: Path | None
 ) -> TurnOPDSettings:
     return settings_with(config, run={"method": method, "run_dir": run_dir}, optim={"steps": steps})
+
+
+def _check_formats(settings: TurnOPDSettings) -> None:
+    """Student and teacher must have been trained in the run's observation format (or not say)."""
+    for model in (settings.models.student, settings.models.teacher):
+        check_task_reminder(model, settings.models.cache_dir, settings.rollout.task_reminder)
 
 
 def train(
@@ -42,6 +49,7 @@ def train(
         config_file = None
     else:
         settings = _resolved(config, method, steps, run_dir)
+        _check_formats(settings)
         run = RunDir(settings.run.run_dir)
         run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
         config_file = config

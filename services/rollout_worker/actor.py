@@ -99,6 +99,7 @@ class RolloutWorkerService:
                 max_new_tokens,
                 seed,
                 worker=self.name,
+                task_reminder=self.settings.rollout.task_reminder,
             )
 
     def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:

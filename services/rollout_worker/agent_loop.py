@@ -41,6 +41,7 @@ from services.rollout_worker.episode_text import (
     inadmissible_observation,
     invalid_call_observation,
     step_observation,
+    task_reminder,
 )
 from services.rollout_worker.seeds import turn_seed
 
@@ -73,6 +74,7 @@ class _Episode:
     conversation: Conversation
     admissible: list[str]
     protocol: EnvProtocol
+    reminder: str | None = None
     turns: list[TurnRecord] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     reward: float = 0.0
@@ -115,10 +117,23 @@ async def play_episodes(
     seed: int,
     *,
     worker: str = "local",
+    task_reminder: bool = False,
 ) -> tuple[list[Trajectory], list[EpisodeFailure]]:
-    """Play ``tasks`` together; trajectories in task order, and the episodes that failed."""
+    """Play ``tasks`` together; trajectories in task order, and the episodes that failed.
+
+    ``task_reminder``: end every observation with the task restated (``[rollout] task_reminder``).
+    """
     outcomes = await play_episode_outcomes(
-        engine, chat, env, tasks, h_roll, temperature, max_new_tokens, seed, worker=worker
+        engine,
+        chat,
+        env,
+        tasks,
+        h_roll,
+        temperature,
+        max_new_tokens,
+        seed,
+        worker=worker,
+        task_reminder=task_reminder,
     )
     return (
         [o for o in outcomes if isinstance(o, Trajectory)],
@@ -137,6 +152,7 @@ async def play_episode_outcomes(
     seed: int,
     *,
     worker: str = "local",
+    task_reminder: bool = False,
 ) -> list[EpisodeOutcome]:
     """Play ``tasks`` together; one outcome per task, aligned with ``tasks``."""
     if h_roll < 1:
@@ -144,7 +160,7 @@ async def play_episode_outcomes(
     requests = [_create_request(task) for task in tasks]
     version = engine.weights_version
     opened = await asyncio.gather(
-        *(_open(env, chat, t, r, worker) for t, r in zip(tasks, requests, strict=True))
+        *(_open(env, chat, t, r, worker, task_reminder) for t, r in zip(tasks, requests, strict=True))
     )
     live = [e for e in opened if isinstance(e, _Episode)]
     try:
@@ -182,7 +198,7 @@ def _create_request(task: EpisodeTask) -> EpisodeCreate:
 
 
 async def _open(
-    env: EpisodeClient, chat: ChatFormat, task: EpisodeTask, request: EpisodeCreate, worker: str
+    env: EpisodeClient, chat: ChatFormat, task: EpisodeTask, request: EpisodeCreate, worker: str, remind: bool
 ) -> "_Episode | EpisodeFailure":
     """Create the episode on the gateway (retrying while it is at capacity) and render its prompt."""
     for attempt in range(_BUSY_RETRIES + 1):
@@ -197,7 +213,8 @@ async def _open(
             return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
     protocol = env_protocol(task.env)
     conversation = protocol.chat(chat).start(first_user_message(start, protocol.list_actions))
-    return _Episode(task, start, conversation, list(start.admissible_actions), protocol)
+    reminder = task_reminder(start, remind)
+    return _Episode(task, start, conversation, list(start.admissible_actions), protocol, reminder)
 
 
 async def _play_turn(
@@ -207,12 +224,12 @@ async def _play_turn(
     conversation = episode.conversation
     start, end = conversation.add_response_ids(generation.token_ids)
     episode.logprobs.extend(generation.logprobs)
-    listed = episode.protocol.list_actions
+    listed, reminder = episode.protocol.list_actions, episode.reminder
     parsed = episode.protocol.parse(conversation.response_text(generation.token_ids))
     action: str | None = None
     accepted = False
     if isinstance(parsed, ParseFailure):
-        observation = invalid_call_observation(parsed, episode.admissible, listed)
+        observation = invalid_call_observation(parsed, episode.admissible, listed, reminder)
     else:
         action = parsed.action
         command = match_admissible(action, episode.admissible)
@@ -220,10 +237,10 @@ async def _play_turn(
         if episode.error is not None:
             return
         if result is None:
-            observation = inadmissible_observation(action, episode.admissible, listed)
+            observation = inadmissible_observation(action, episode.admissible, listed, reminder)
         else:
             accepted = True
-            observation = step_observation(result, listed)
+            observation = step_observation(result, listed, reminder)
             episode.reward += result.reward
             episode.admissible = list(result.admissible_actions)
             episode.done, episode.won = result.done, result.won

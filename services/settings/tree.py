@@ -122,6 +122,11 @@ class RolloutSettings(Section):
     max_turns: int = Field(80, ge=1, description="Rollout turn cap before adaptive-depth truncation.")
     temperature: float = Field(1.0, gt=0.0, description="Training rollout sampling temperature.")
     n: int = Field(1, ge=1, description="Samples per task in training rollouts.")
+    task_reminder: bool = Field(
+        False,
+        description="End every tool observation with the task restated ('Your task is to: ...'); a "
+        "model plays (and SFT renders) in the format it was trained with, recorded in its manifest.",
+    )
 
 
 class EvalSettings(Section):

@@ -20,6 +20,7 @@ from services.errors import InputError
 from services.models.build import read_manifest
 from services.models.layer_subset import check_layer_choice, keep_layers
 from services.models.registry import resolve_model_dir
+from services.models.trained_format import check_task_reminder
 from services.settings.tree import TurnOPDSettings
 from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
 from services.teacher_training.collection import collect_expert_episodes, episode_seeds
@@ -178,9 +179,11 @@ def _collect(
 
 
 def check_request(settings: TurnOPDSettings) -> Path:
-    """Fail before any work when the base model is missing, ``base_layers`` do not fit it, or the
-    output name is a zoo model's."""
+    """Fail before any work when the base model is missing, was trained in another observation
+    format (``[rollout] task_reminder``), ``base_layers`` do not fit it, or the output name is a zoo
+    model's."""
     base_dir = resolve_model_dir(settings.sft.base, settings.models.cache_dir)
+    check_task_reminder(settings.sft.base, settings.models.cache_dir, settings.rollout.task_reminder)
     if settings.sft.base_layers is not None:
         config = json.loads((base_dir / "config.json").read_text())
         check_layer_choice(settings.sft.base_layers, int(config["num_hidden_layers"]))
@@ -226,8 +229,9 @@ def train_teacher(
         protocol=protocol,
         false_belief_rate=sft.false_belief_rate,
         goal_drift_rate=sft.goal_drift_rate,
+        remind_task=settings.rollout.task_reminder,
     )
-    store = ResumeStore(resume_dir(target), run_key(sft, dataset.path.name))
+    store = ResumeStore(resume_dir(target), run_key(sft, dataset.path.name, settings.rollout.task_reminder))
     if fresh:
         store.clear()
     start = store.load()
@@ -244,6 +248,7 @@ def train_teacher(
         "dataset": dataset.path.name,
         "episodes": len(rendered),
         "sft": sft.model_dump(mode="json"),
+        "task_reminder": settings.rollout.task_reminder,
         "steps": summary.steps,
         "final_loss": summary.losses[-1],
     }

@@ -22,6 +22,7 @@ from services.rollout_worker.episode_text import (
     first_user_message,
     inadmissible_observation,
     step_observation,
+    task_reminder,
 )
 from services.teacher_training.expert_thoughts import FalseBelief, expert_thoughts, false_beliefs, goal_drifts
 
@@ -78,6 +79,7 @@ def render_episode(
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
     false_belief_rate: float = 0.0,
     goal_drift_rate: float = 0.0,
+    remind_task: bool = False,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
@@ -96,6 +98,8 @@ def render_episode(
     the first may be rendered with its goal restated wrong (``expert_thoughts.drifted_thought``) and
     its own action; that turn is context, not a target, and the turns after it restate the true
     goal, which teaches the model to read the goal from the task, not from its last thought.
+    ``remind_task`` ends every observation with the task restated, as play does with
+    ``[rollout] task_reminder``.
     """
     household = protocol is HOUSEHOLD_PROTOCOL
     thoughts: list[str | None] = (
@@ -114,7 +118,7 @@ def render_episode(
     )
     if not household:
         reject_rate = 0.0
-    listed = protocol.list_actions
+    listed, reminder = protocol.list_actions, task_reminder(episode.start, remind_task)
     rng = random.Random(f"{seed}:{episode.start.game_id}")
     conversation = chat.start(first_user_message(episode.start, listed))
     last = len(episode.turns) - 1
@@ -128,13 +132,17 @@ def render_episode(
             mistakes.append(
                 conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
             )
-            conversation.add_observation(inadmissible_observation(belief.action, admissible_seen[-1], listed))
+            conversation.add_observation(
+                inadmissible_observation(belief.action, admissible_seen[-1], listed, reminder)
+            )
         attempt = None
         if not turn.detour and reject_rate > 0.0 and rng.random() < reject_rate:
             attempt = rejected_attempt(admissible_seen, location, rng)
         if attempt is not None:
             mistakes.append(conversation.add_response_text(expert_response(attempt, thought, protocol)))
-            conversation.add_observation(inadmissible_observation(attempt, admissible_seen[-1], listed))
+            conversation.add_observation(
+                inadmissible_observation(attempt, admissible_seen[-1], listed, reminder)
+            )
         span = conversation.add_response_text(expert_response(turn.action, drift or thought, protocol))
         if max_tokens is not None and len(conversation) > max_tokens:
             break
@@ -144,7 +152,7 @@ def render_episode(
             spans.append(span)
         kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
-            conversation.add_observation(step_observation(turn.result, listed))
+            conversation.add_observation(step_observation(turn.result, listed, reminder))
         admissible_seen.append(list(turn.result.admissible_actions))
         if turn.action.startswith("go to "):
             location = turn.action.removeprefix("go to ")
@@ -167,6 +175,7 @@ def render_episodes(
     protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
     false_belief_rate: float = 0.0,
     goal_drift_rate: float = 0.0,
+    remind_task: bool = False,
 ) -> list[RenderedEpisode]:
     return [
         render_episode(
@@ -179,6 +188,7 @@ def render_episodes(
             protocol=protocol,
             false_belief_rate=false_belief_rate,
             goal_drift_rate=goal_drift_rate,
+            remind_task=remind_task,
         )
         for episode in episodes
     ]

@@ -45,10 +45,12 @@ def resume_dir(target: Path) -> Path:
     return target.parent / f".{target.name}.resume"
 
 
-def run_key(settings: SFTSettings, dataset: str) -> dict[str, Any]:
-    """What a saved state must match to be resumed: the ``[sft]`` settings and the dataset's name."""
+def run_key(settings: SFTSettings, dataset: str, task_reminder: bool = False) -> dict[str, Any]:
+    """What a saved state must match to be resumed: the ``[sft]`` settings, the dataset's name and
+    the observation format (``[rollout] task_reminder``)."""
     key: dict[str, Any] = settings.model_dump(mode="json", exclude=set(NEUTRAL_KEYS))
     key["dataset"] = dataset
+    key["task_reminder"] = task_reminder
     key["format"] = RESUME_FORMAT
     return key
 

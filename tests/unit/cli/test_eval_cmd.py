@@ -1,11 +1,13 @@
 """`turnopd eval` without Ray: argument errors in one line, and the category table."""
 
+import json
 from pathlib import Path
 
 from rich.console import Console
 
 from services.cli.eval_cmd import report_table
 from services.contracts.rollout import EvalReport, TaskTypeScore
+from services.models.build import MANIFEST
 
 
 def test_unknown_model_is_one_line_before_anything_starts(cli, tmp_path: Path):
@@ -57,3 +59,14 @@ def test_table_has_one_row_per_task_type_with_the_papers_labels_and_an_overall_r
     text = console.export_text()
     assert "pick_heat_then_place" in text and "Heat" in text and "Avg@4" in text
     assert "overall" in text and "37.5%" in text and "37.5" in text and "50.0" in text
+
+
+def test_a_model_trained_with_task_reminders_is_refused_without_them(cli, tmp_path: Path):
+    model = tmp_path / "teacher-remind"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / MANIFEST).write_text(json.dumps({"kind": "model", "task_reminder": True}))
+    result = cli("eval", "--model", str(model), "--episodes", "2")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "trained with rollout.task_reminder = true" in result.err
+    assert "TURNOPD_ROLLOUT__TASK_REMINDER=true" in result.err

@@ -259,3 +259,21 @@ def test_invalid_tasks_and_depth_are_refused_before_any_episode_starts(chat):
     with pytest.raises(InputError, match="h_roll"):
         asyncio.run(play_episodes(ScriptedEngine(chat, {}), chat, env, tasks_of([0]), 0, 1.0, 16, 0))
     assert env.created == []
+
+
+def test_a_task_reminder_ends_every_observation_the_model_reads(chat):
+    script = {0: ["no tool call here", call("fly away"), call("go to a"), call("go to b")]}
+    env = FakeGateway()
+    (reminded,), _ = asyncio.run(
+        play_episodes(
+            ScriptedEngine(chat, script), chat, env, tasks_of([0]), 4, 1.0, 16, 0, task_reminder=True
+        )
+    )
+    (plain,), _ = play(ScriptedEngine(chat, script), chat, FakeGateway(), [0], h_roll=4)
+    assert [t.accepted for t in reminded.turns] == [False, False, True, True] and reminded.success
+    for with_reminder, without in zip(reminded.turns, plain.turns, strict=True):
+        # invalid call, inadmissible action and env step alike: the plain observation, then the task
+        assert with_reminder.observation == without.observation + "\nYour task is to: go to b."
+    text = chat.tokenizer.decode(reminded.token_ids, skip_special_tokens=False)
+    assert text.count("Your task is to: go to b.") == 1 + 3  # the opening, then 3 shown observations
+    assert len(reminded.token_ids) > len(plain.token_ids)

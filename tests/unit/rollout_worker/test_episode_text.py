@@ -5,6 +5,7 @@ from services.rollout_worker.episode_text import (
     inadmissible_observation,
     invalid_call_observation,
     step_observation,
+    task_reminder,
 )
 
 ADMISSIBLE = ["go to desk 1", "look"]
@@ -48,4 +49,36 @@ def test_observations_end_with_the_admissible_actions():
     assert text.endswith("Admissible actions: go to desk 1, look.")
     assert inadmissible_observation("fly", ADMISSIBLE) == (
         'Nothing happens. "fly" is not an admissible action here. Admissible actions: go to desk 1, look.'
+    )
+
+
+def test_a_task_reminder_ends_every_observation_with_the_task_restated():
+    start = start_with("You are in a room.")
+    reminder = task_reminder(start)
+    assert reminder == "Your task is to: put some pen on drawer."
+    assert task_reminder(start, enabled=False) is None
+    assert task_reminder(start.model_copy(update={"objective": "  "})) is None  # nothing to restate
+    result = StepResult(
+        observation="You arrive at desk 1.",
+        reward=0.0,
+        done=False,
+        won=False,
+        admissible_actions=["look"],
+        turn=1,
+    )
+    assert step_observation(result, reminder=reminder) == (
+        "You arrive at desk 1.\nAdmissible actions: look.\nYour task is to: put some pen on drawer."
+    )
+    assert step_observation(result, reminder=None) == step_observation(result)
+    failure = parse_response("hello")
+    assert isinstance(failure, ParseFailure)
+    rejected = invalid_call_observation(failure, ADMISSIBLE, reminder=reminder)
+    assert rejected == invalid_call_observation(failure, ADMISSIBLE) + "\n" + reminder
+    assert inadmissible_observation("fly", ADMISSIBLE, reminder=reminder) == (
+        'Nothing happens. "fly" is not an admissible action here. Admissible actions: go to desk 1, look.\n'
+        "Your task is to: put some pen on drawer."
+    )
+    # protocols that list no actions still get the reminder
+    assert step_observation(result, list_actions=False, reminder=reminder) == (
+        "You arrive at desk 1.\nYour task is to: put some pen on drawer."
     )

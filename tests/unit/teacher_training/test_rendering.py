@@ -16,7 +16,7 @@ from services.agent.tool_calls import (
 )
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
-from services.rollout_worker.episode_text import first_user_message, step_observation
+from services.rollout_worker.episode_text import first_user_message, step_observation, task_reminder
 from services.teacher_training.expert_thoughts import expert_thoughts
 from services.teacher_training.rendering import RenderedEpisode, render_episode
 
@@ -234,3 +234,23 @@ def test_drifted_goals_are_context_and_the_next_expert_turn_restates_the_true_go
     assert render_episode(chat, episode, think=False, goal_drift_rate=0.99) == render_episode(
         chat, episode, think=False
     )
+
+
+def test_a_task_reminder_renders_every_observation_as_play_does(chat: ChatFormat, episode: ExpertEpisode):
+    rendered = render_episode(chat, episode, remind_task=True)
+    reminder = task_reminder(episode.start)
+    assert reminder is not None and reminder.startswith("Your task is to: ")
+    turns: list[tuple[str, str | None]] = [
+        (format_response(t.action, thought), step_observation(t.result, reminder=reminder))
+        for t, thought in zip(episode.turns, expert_thoughts(episode), strict=True)
+    ]
+    turns[-1] = (turns[-1][0], None)
+    assert decode(chat, rendered.token_ids) == chat.full_text(first_user_message(episode.start), turns)
+    plain = render_episode(chat, episode)
+    assert texts(chat, rendered, rendered.response_spans) == texts(chat, plain, plain.response_spans)
+    # inserted mistakes are answered with the reminder too: the opening states the task once, then
+    # every observation but the last (never shown) and every rejection restate it
+    mistaken = seeded(chat, episode, remind_task=True, reject_rate=1.0, seed=3)
+    assert mistaken.mistake_spans
+    expected = 1 + (len(episode.turns) - 1) + len(mistaken.mistake_spans)
+    assert decode(chat, mistaken.token_ids).count(reminder) == expected
