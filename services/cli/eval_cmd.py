@@ -12,7 +12,6 @@ from rich.table import Table
 from services.cli.options import settings_with
 from services.contracts.jsonl import write_jsonl
 from services.contracts.rollout import EvalReport, RolloutResult, TaskTypeScore
-from services.models.registry import resolve_model_dir
 from services.models.trained_format import check_task_reminder
 from services.rollout_worker.eval_runner import EvalProgress, EvalSpec, run_eval
 from services.rollout_worker.evaluation import PAPER_LABELS
@@ -78,7 +77,7 @@ def eval_(
         run={"seed": seed},
         cluster={"rollout_workers": workers},
     )
-    resolve_model_dir(model, settings.models.cache_dir)  # one-line error before anything starts
+    # one-line error before anything starts: a missing model, or one trained in another format
     check_task_reminder(model, settings.models.cache_dir, settings.rollout.task_reminder)
     spec = EvalSpec(
         model=model,

@@ -24,11 +24,12 @@ def trained_task_reminder(directory: Path) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def check_task_reminder(reference: str, cache_dir: Path | None, wanted: bool) -> None:
-    """Refuse to play ``reference`` in another format than the one it was trained in."""
-    trained = trained_task_reminder(resolve_model_dir(reference, cache_dir))
+def check_task_reminder(reference: str, cache_dir: Path | None, wanted: bool) -> Path:
+    """The checkpoint directory of ``reference``; refused if it was trained in another format."""
+    directory = resolve_model_dir(reference, cache_dir)
+    trained = trained_task_reminder(directory)
     if trained is None or trained == wanted:
-        return
+        return directory
     flag = str(trained).lower()
     raise ConflictError(
         f"model {reference!r} was trained with rollout.task_reminder = {flag}, but these settings have "

@@ -182,8 +182,9 @@ def check_request(settings: TurnOPDSettings) -> Path:
     """Fail before any work when the base model is missing, was trained in another observation
     format (``[rollout] task_reminder``), ``base_layers`` do not fit it, or the output name is a zoo
     model's."""
-    base_dir = resolve_model_dir(settings.sft.base, settings.models.cache_dir)
-    check_task_reminder(settings.sft.base, settings.models.cache_dir, settings.rollout.task_reminder)
+    base_dir = check_task_reminder(
+        settings.sft.base, settings.models.cache_dir, settings.rollout.task_reminder
+    )
     if settings.sft.base_layers is not None:
         config = json.loads((base_dir / "config.json").read_text())
         check_layer_choice(settings.sft.base_layers, int(config["num_hidden_layers"]))

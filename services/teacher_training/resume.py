@@ -47,10 +47,12 @@ def resume_dir(target: Path) -> Path:
 
 def run_key(settings: SFTSettings, dataset: str, task_reminder: bool = False) -> dict[str, Any]:
     """What a saved state must match to be resumed: the ``[sft]`` settings, the dataset's name and
-    the observation format (``[rollout] task_reminder``)."""
+    the observation format (``[rollout] task_reminder``, recorded only when on, so states saved
+    before the key existed still resume)."""
     key: dict[str, Any] = settings.model_dump(mode="json", exclude=set(NEUTRAL_KEYS))
     key["dataset"] = dataset
-    key["task_reminder"] = task_reminder
+    if task_reminder:
+        key["task_reminder"] = True
     key["format"] = RESUME_FORMAT
     return key
 

@@ -23,6 +23,18 @@ def start_with(observation: str) -> EpisodeStart:
     )
 
 
+def arrival() -> StepResult:
+    """An executed step: the agent arrived at desk 1 and can only look."""
+    return StepResult(
+        observation="You arrive at desk 1.",
+        reward=0.0,
+        done=False,
+        won=False,
+        admissible_actions=["look"],
+        turn=1,
+    )
+
+
 def test_first_message_is_the_opening_with_admissible_actions_and_states_the_task_once():
     opening = "You are in a room.\n\nYour task is to: put some pen on drawer."
     assert first_user_message(start_with(opening)) == opening + "\nAdmissible actions: go to desk 1, look."
@@ -33,14 +45,7 @@ def test_first_message_is_the_opening_with_admissible_actions_and_states_the_tas
 
 
 def test_observations_end_with_the_admissible_actions():
-    result = StepResult(
-        observation="You arrive at desk 1.",
-        reward=0.0,
-        done=False,
-        won=False,
-        admissible_actions=["look"],
-        turn=1,
-    )
+    result = arrival()
     assert step_observation(result) == "You arrive at desk 1.\nAdmissible actions: look."
     failure = parse_response("hello")
     assert isinstance(failure, ParseFailure)
@@ -58,14 +63,7 @@ def test_a_task_reminder_ends_every_observation_with_the_task_restated():
     assert reminder == "Your task is to: put some pen on drawer."
     assert task_reminder(start, enabled=False) is None
     assert task_reminder(start.model_copy(update={"objective": "  "})) is None  # nothing to restate
-    result = StepResult(
-        observation="You arrive at desk 1.",
-        reward=0.0,
-        done=False,
-        won=False,
-        admissible_actions=["look"],
-        turn=1,
-    )
+    result = arrival()
     assert step_observation(result, reminder=reminder) == (
         "You arrive at desk 1.\nAdmissible actions: look.\nYour task is to: put some pen on drawer."
     )
