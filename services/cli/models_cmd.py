@@ -63,6 +63,7 @@ def build(
             vocab_size=settings.vocab_size,
             force=force,
             entity_max_number=settings.entity_max_number,
+            entity_embeddings=settings.entity_embeddings,
             on_step=on_step,
         )
         progress.update(task, completed=_BUILD_STEPS, description="done")

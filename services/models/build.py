@@ -13,14 +13,18 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from services.errors import ConflictError
+from services.errors import ConflictError, InputError
 from services.models.corpus import household_entity_tokens
+from services.models.entity_init import compose_entity_embeddings
 from services.models.env_corpus import zoo_corpus
 from services.models.registry import models_dir
 from services.models.tokenizer_builder import train_tokenizer
 from services.models.zoo import init_model, qwen3_config, zoo_spec
+
+if TYPE_CHECKING:
+    import torch
 
 BUILD_FORMAT = 3
 MANIFEST = "turnopd_build.json"
@@ -103,6 +107,7 @@ def build_zoo(
     corpus: Iterable[str] | None = None,
     on_step: Callable[[str], None] | None = None,
     entity_max_number: int = 20,
+    entity_embeddings: str = "random",
 ) -> list[BuiltArtifact]:
     """Build (or reuse) the zoo tokenizer and the named checkpoints under ``<cache>/models/``.
 
@@ -110,7 +115,11 @@ def build_zoo(
     ``on_step`` is called with a short description before each step (for progress bars).
     ``entity_max_number``: household entities ``" <name> <n>"`` for ``n <= entity_max_number``
     are single tokens (0: none; see ``train_tokenizer``).
+    ``entity_embeddings``: ``random`` (the default init) or ``composed`` (each entity row starts
+    from its kind and number; see ``services.models.entity_init``).
     """
+    if entity_embeddings not in ("random", "composed"):
+        raise InputError(f"entity_embeddings must be 'random' or 'composed', got {entity_embeddings!r}")
     step = on_step or (lambda _: None)
     root = models_dir(cache_dir)
     step("synthesising the tokenizer corpus")
@@ -139,13 +148,22 @@ def build_zoo(
     tokenizer_sha = _sha256((tokenizer_dir / TOKENIZER_FILE).read_bytes())
     for name in names:
         step(f"building the {name} checkpoint")
-        results.append(_build_model(root, name, seed, tokenizer_dir, tokenizer_sha, force))
+        composed = entities if entity_embeddings == "composed" else None
+        results.append(_build_model(root, name, seed, tokenizer_dir, tokenizer_sha, force, composed))
     return results
 
 
 def _build_model(
-    root: Path, name: str, seed: int, tokenizer_dir: Path, tokenizer_sha: str, force: bool
+    root: Path,
+    name: str,
+    seed: int,
+    tokenizer_dir: Path,
+    tokenizer_sha: str,
+    force: bool,
+    composed: Sequence[str] | None,
 ) -> BuiltArtifact:
+    """``composed``: the entity tokens whose rows start composed (None: all random; the manifest
+    then has no ``entity_embeddings`` key, as before that setting existed)."""
     from transformers import AutoTokenizer
 
     spec = zoo_spec(name)
@@ -159,11 +177,19 @@ def _build_model(
         "spec": spec.as_dict(),
         "tokenizer_sha256": tokenizer_sha,
     }
+    if composed is not None:
+        wanted["entity_embeddings"] = "composed"
     if _reusable(target, wanted, force):
         return BuiltArtifact(name, target, built=False)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     config = qwen3_config(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
     model = init_model(config, model_seed(seed, name))
+    if composed is not None:
+        compose_entity_embeddings(
+            cast("torch.Tensor", model.get_input_embeddings().weight),
+            composed,
+            lambda text: tokenizer.encode(text, add_special_tokens=False),
+        )
 
     def write_model(tmp: Path) -> None:
         model.save_pretrained(tmp)

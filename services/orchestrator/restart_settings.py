@@ -26,7 +26,15 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 }
 # Fields of those sections that identify the run and never change on a restart.
 PINNED: dict[str, tuple[str, ...]] = {
-    "models": ("student", "teacher", "cache_dir", "seed", "vocab_size", "entity_max_number"),
+    "models": (
+        "student",
+        "teacher",
+        "cache_dir",
+        "seed",
+        "vocab_size",
+        "entity_max_number",
+        "entity_embeddings",
+    ),
     "controller": ("redis_url", "redis_password", "embedded_redis_dir"),
 }
 

@@ -7,6 +7,7 @@ from pydantic import Field
 
 from services.settings.section import Section
 
+EntityEmbeddings = Literal["random", "composed"]
 EngineKind = Literal["transformers", "vllm"]
 DTypeName = Literal["float32", "bfloat16", "float16"]
 
@@ -33,6 +34,11 @@ class ModelsSettings(Section):
         ge=0,
         le=100,
         description="Zoo tokenizer: household entities ' <name> <n>' with n <= this are single tokens (0: none).",
+    )
+    entity_embeddings: EntityEmbeddings = Field(
+        "random",
+        description="Zoo build: initial rows of the entity tokens: 'random', or 'composed' from the kind "
+        "word and the number (services.models.entity_init).",
     )
     dtype: DTypeName = Field("float32", description="Weight and activation dtype for loading models.")
     device: str = Field(
