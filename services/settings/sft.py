@@ -88,6 +88,13 @@ class SFTSettings(Section):
         "false beliefs, drifted turns). Off: they are read, never learned; on: how teacher-recovery and "
         "teacher-stage3 were trained (the model then learns to write the mistakes too).",
     )
+    novel_token_weight: float = Field(
+        1.0,
+        ge=1.0,
+        le=100.0,
+        description="Loss weight of the response tokens that are new against the response before (the few "
+        "that carry a decision: a target newly seen, the next place; the rest are copied); 1: all equal.",
+    )
     lr: float = Field(2e-3, gt=0.0, le=1.0, description="Peak AdamW learning rate.")
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0, description="Final learning rate as a share of lr.")
     schedule: ScheduleKind = Field("cosine", description="Decay after warm-up: cosine, linear or constant.")

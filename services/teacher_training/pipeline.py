@@ -231,6 +231,7 @@ def train_teacher(
         false_belief_rate=sft.false_belief_rate,
         goal_drift_rate=sft.goal_drift_rate,
         remind_task=settings.rollout.task_reminder,
+        novel=sft.novel_token_weight != 1.0,
     )
     store = ResumeStore(resume_dir(target), run_key(sft, dataset.path.name, settings.rollout.task_reminder))
     if fresh:

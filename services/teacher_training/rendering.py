@@ -10,6 +10,7 @@ never supervised (see ``render_episode``).
 Pure module: no torch.
 """
 
+import difflib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,12 +30,15 @@ from services.teacher_training.expert_thoughts import FalseBelief, expert_though
 
 @dataclass(frozen=True)
 class RenderedEpisode:
-    """One episode's token ids, the half-open span of every supervised response, and the spans of
-    inserted mistakes (rejected attempts, false beliefs, drifted turns), which no loss may teach."""
+    """One episode's token ids, the half-open span of every supervised response, the spans of
+    inserted mistakes (rejected attempts, false beliefs, drifted turns), which no loss may teach, and
+    the spans of supervised tokens that are new against the response before (``novel_spans``, only
+    when asked for)."""
 
     token_ids: list[int]
     response_spans: list[tuple[int, int]]
     mistake_spans: list[tuple[int, int]] = field(default_factory=list)
+    novel_spans: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def num_response_tokens(self) -> int:
@@ -54,6 +58,24 @@ def expert_response(
     """What the model is taught to answer: the expert's thought (if any), then its tool call (or the
     env's own form of the action)."""
     return protocol.respond(action, thought)
+
+
+def new_token_spans(previous: Sequence[int], current: Sequence[int], offset: int) -> list[tuple[int, int]]:
+    """The spans of ``current`` (a response's ids, starting at ``offset`` in the episode) that are
+    not a copy of ``previous`` (the response before it): what a token-level diff inserts or replaces,
+    and the token right after what it deletes (where the copy skipped an entry).
+
+    A thought is mostly the last thought copied; the new tokens are where it decides (a target newly
+    seen, a receptacle crossed off, the next action).
+    """
+    matcher = difflib.SequenceMatcher(None, list(previous), list(current), autojunk=False)
+    spans = []
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            spans.append((offset + j1, offset + j2))
+        elif tag == "delete" and j1 < len(current):  # the token where a crossed-off entry was skipped
+            spans.append((offset + j1, offset + j1 + 1))
+    return sorted(set(spans))
 
 
 def rejected_attempt(
@@ -80,6 +102,7 @@ def render_episode(
     false_belief_rate: float = 0.0,
     goal_drift_rate: float = 0.0,
     remind_task: bool = False,
+    novel: bool = False,
 ) -> RenderedEpisode:
     """The episode's ids and supervised response spans; with ``max_tokens``, only the turns that fit.
 
@@ -99,7 +122,8 @@ def render_episode(
     its own action; that turn is context, not a target, and the turns after it restate the true
     goal, which teaches the model to read the goal from the task, not from its last thought.
     ``remind_task`` ends every observation with the task restated, as play does with
-    ``[rollout] task_reminder``.
+    ``[rollout] task_reminder``. ``novel`` fills ``novel_spans``: in every supervised response, the
+    tokens that are new against the response rendered before it (``new_token_spans``; all of the first).
     """
     household = protocol is HOUSEHOLD_PROTOCOL
     thoughts: list[str | None] = (
@@ -125,6 +149,8 @@ def render_episode(
     admissible_seen: list[list[str]] = [list(episode.start.admissible_actions)]
     location: str | None = None
     kept_length, kept_spans, spans, mistakes = len(conversation), 0, [], []
+    new: list[list[tuple[int, int]]] = []  # per supervised span
+    previous: list[int] = []
     for index, (turn, thought, belief, drift) in enumerate(
         zip(episode.turns, thoughts, beliefs, drifts, strict=True)
     ):
@@ -132,6 +158,7 @@ def render_episode(
             mistakes.append(
                 conversation.add_response_text(expert_response(belief.action, belief.thought, protocol))
             )
+            previous = conversation.token_ids[mistakes[-1][0] : mistakes[-1][1]]
             conversation.add_observation(
                 inadmissible_observation(belief.action, admissible_seen[-1], listed, reminder)
             )
@@ -140,6 +167,7 @@ def render_episode(
             attempt = rejected_attempt(admissible_seen, location, rng)
         if attempt is not None:
             mistakes.append(conversation.add_response_text(expert_response(attempt, thought, protocol)))
+            previous = conversation.token_ids[mistakes[-1][0] : mistakes[-1][1]]
             conversation.add_observation(
                 inadmissible_observation(attempt, admissible_seen[-1], listed, reminder)
             )
@@ -150,6 +178,9 @@ def render_episode(
             mistakes.append(span)
         elif not turn.detour:
             spans.append(span)
+            if novel:
+                new.append(new_token_spans(previous, conversation.token_ids[span[0] : span[1]], span[0]))
+        previous = conversation.token_ids[span[0] : span[1]]
         kept_length, kept_spans = len(conversation), len(spans)
         if index < last:
             conversation.add_observation(step_observation(turn.result, listed, reminder))
@@ -161,7 +192,8 @@ def render_episode(
             f"the first expert turn of episode {episode.start.game_id} does not fit in {max_tokens} tokens"
         )
     kept_mistakes = [(start, end) for start, end in mistakes if end <= kept_length]
-    return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans], kept_mistakes)
+    kept_new = [piece for pieces in new[:kept_spans] for piece in pieces]
+    return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans], kept_mistakes, kept_new)
 
 
 def render_episodes(
@@ -176,6 +208,7 @@ def render_episodes(
     false_belief_rate: float = 0.0,
     goal_drift_rate: float = 0.0,
     remind_task: bool = False,
+    novel: bool = False,
 ) -> list[RenderedEpisode]:
     return [
         render_episode(
@@ -189,6 +222,7 @@ def render_episodes(
             false_belief_rate=false_belief_rate,
             goal_drift_rate=goal_drift_rate,
             remind_task=remind_task,
+            novel=novel,
         )
         for episode in episodes
     ]

@@ -50,6 +50,8 @@ def run_key(settings: SFTSettings, dataset: str, task_reminder: bool = False) ->
     the observation format (``[rollout] task_reminder``, recorded only when on, so states saved
     before the key existed still resume)."""
     key: dict[str, Any] = settings.model_dump(mode="json", exclude=set(NEUTRAL_KEYS))
+    if key.get("novel_token_weight") == 1.0:  # off: states saved before the key existed still resume
+        del key["novel_token_weight"]
     key["dataset"] = dataset
     if task_reminder:
         key["task_reminder"] = True

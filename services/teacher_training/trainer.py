@@ -4,7 +4,11 @@ Loss: token cross-entropy on response tokens only (the ``response_spans``), summ
 episodes of an optimizer step and divided by their response-token count, so every expert token
 weighs the same whatever its episode's length::
 
-    loss = - sum_{i in batch} sum_{t in spans_i} log p(x_t | x_<t) / sum_i |spans_i|
+    loss = - sum_{i in batch} sum_{t in spans_i} w_t log p(x_t | x_<t) / sum_i sum_{t in spans_i} w_t
+
+``w_t`` is 1, or ``[sft] novel_token_weight`` on the tokens that are new against the response
+before (``RenderedEpisode.novel_spans``): a thought is mostly the last one copied, and the few new
+tokens carry its decisions.
 
 Each episode is one forward pass with no padding (the same computation as at generation), and
 its gradient is accumulated. Logits are materialised only at the positions that predict a
@@ -60,17 +64,27 @@ class EpisodeTensors:
     targets_N: "torch.Tensor"
     context_at_M: "torch.Tensor"
     context_targets_M: "torch.Tensor"
+    weights_N: "torch.Tensor"
+
+    @property
+    def weight(self) -> float:
+        """The sum of the response tokens' loss weights (their count when all weigh 1)."""
+        return float(self.weights_N.sum().item())
 
 
 def episode_tensors(
-    episode: RenderedEpisode, length_bucket: int = 1, context_on_mistakes: bool = False
+    episode: RenderedEpisode,
+    length_bucket: int = 1,
+    context_on_mistakes: bool = False,
+    novel_weight: float = 1.0,
 ) -> EpisodeTensors:
     """Inputs are the ids without the last one; position t-1 predicts token t (responses, then the rest).
 
     The context targets are every other token after the first, less the inserted mistakes'
     responses (``episode.mistake_spans``) unless ``context_on_mistakes``. Inputs are right-padded to
     a multiple of ``length_bucket``: under causal attention the padding changes no real position,
-    and fewer distinct shapes let CPU kernels be reused.
+    and fewer distinct shapes let CPU kernels be reused. Response targets inside
+    ``episode.novel_spans`` weigh ``novel_weight``, the others 1.
     """
     import torch
 
@@ -84,20 +98,23 @@ def episode_tensors(
     if not context_on_mistakes:
         excluded.update(t for start, end in episode.mistake_spans for t in range(start, end))
     context = [t for t in range(1, len(ids)) if t not in excluded]
+    novel = {t for start, end in episode.novel_spans for t in range(start, end)}
     return EpisodeTensors(
         input_ids_1_T=torch.tensor([inputs], dtype=torch.long),
         predict_at_N=torch.tensor([t - 1 for t in targets], dtype=torch.long),
         targets_N=torch.tensor([ids[t] for t in targets], dtype=torch.long),
         context_at_M=torch.tensor([t - 1 for t in context], dtype=torch.long),
         context_targets_M=torch.tensor([ids[t] for t in context], dtype=torch.long),
+        weights_N=torch.tensor([novel_weight if t in novel else 1.0 for t in targets], dtype=torch.float32),
     )
 
 
 def response_loss(
     model: "PreTrainedModel", batch: EpisodeTensors, context_weight: float = 0.0, bf16: bool = False
 ) -> tuple["torch.Tensor", "torch.Tensor", int]:
-    """Summed cross-entropy over one episode's response tokens, the same over its other tokens
-    (zero unless ``context_weight`` > 0), and how many response predictions were right.
+    """Weighted sum of the cross-entropy over one episode's response tokens (``weights_N``), the plain
+    sum over its other tokens (zero unless ``context_weight`` > 0), and how many response predictions
+    were right.
 
     ``bf16`` runs the decoder under bfloat16 autocast (weights and the lm head stay float32).
     """
@@ -112,7 +129,8 @@ def response_loss(
         raise InputError("the model has no output embeddings (lm head)")
     logits_N_V = head(hidden_1_T_H[0, batch.predict_at_N.to(device)]).float()
     targets_N = batch.targets_N.to(device)
-    loss = torch.nn.functional.cross_entropy(logits_N_V, targets_N, reduction="sum")
+    per_token_N = torch.nn.functional.cross_entropy(logits_N_V, targets_N, reduction="none")
+    loss = (per_token_N * batch.weights_N.to(device)).sum()
     correct = int((logits_N_V.argmax(dim=-1) == targets_N).sum().item())
     context_loss = torch.zeros((), device=device)
     if context_weight > 0.0:
@@ -155,7 +173,10 @@ def train_sft(
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     tensors = [
-        episode_tensors(e, settings.length_bucket, settings.context_loss_on_mistakes) for e in episodes
+        episode_tensors(
+            e, settings.length_bucket, settings.context_loss_on_mistakes, settings.novel_token_weight
+        )
+        for e in episodes
     ]
     plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
     warmup = round(settings.warmup_frac * len(plan))
@@ -179,7 +200,8 @@ def train_sft(
         lr = learning_rate(step, len(plan), settings.lr, warmup, settings.schedule, settings.min_lr_ratio)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        denominator = sum(len(tensors[i].targets_N) for i in batch)
+        denominator = sum(tensors[i].weight for i in batch)
+        count = sum(len(tensors[i].targets_N) for i in batch)
         total_loss, correct, tokens = 0.0, 0, 0
         for i in batch:
             loss_sum, context_sum, right = response_loss(
@@ -200,7 +222,7 @@ def train_sft(
                     step=step,
                     total_steps=len(plan),
                     loss=losses[-1],
-                    token_accuracy=correct / denominator,
+                    token_accuracy=correct / count,
                     lr=lr,
                     grad_norm=grad_norm,
                     tokens=tokens,

@@ -1,5 +1,6 @@
 """Expert episodes rendered as the agent loop renders play: spans, loss mask, round trip, truncation."""
 
+import itertools
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from services.contracts.expert_data import ExpertEpisode
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation, task_reminder
 from services.teacher_training.expert_thoughts import expert_thoughts
-from services.teacher_training.rendering import RenderedEpisode, render_episode
+from services.teacher_training.rendering import RenderedEpisode, new_token_spans, render_episode
 
 
 def decode(chat: ChatFormat, ids: list[int]) -> str:
@@ -254,3 +255,43 @@ def test_a_task_reminder_renders_every_observation_as_play_does(chat: ChatFormat
     assert mistaken.mistake_spans
     expected = 1 + (len(episode.turns) - 1) + len(mistaken.mistake_spans)
     assert decode(chat, mistaken.token_ids).count(reminder) == expected
+
+
+def test_new_token_spans_are_what_a_diff_inserts_or_replaces_and_where_it_skips():
+    assert new_token_spans([], [7, 8], 10) == [(10, 12)]
+    assert new_token_spans([1, 2, 3, 4, 5], [1, 2, 9, 4, 5, 6], 100) == [(102, 103), (105, 106)]
+    assert new_token_spans([1, 2, 3, 4], [1, 3, 4], 0) == [(1, 2)]  # 2 crossed off: 3 follows 1
+    assert new_token_spans([1, 2, 3], [1, 2, 3], 5) == []
+
+
+def _is_subsequence(part: list[int], whole: list[int]) -> bool:
+    remaining = iter(whole)
+    return all(token in remaining for token in part)
+
+
+def test_novel_spans_mark_what_a_response_does_not_copy_from_the_one_before(
+    chat: ChatFormat, episode: ExpertEpisode
+):
+    plain = render_episode(chat, episode)
+    marked = render_episode(chat, episode, novel=True)
+    assert plain.novel_spans == []
+    assert (marked.token_ids, marked.response_spans) == (plain.token_ids, plain.response_spans)
+    assert marked.novel_spans == sorted(marked.novel_spans)
+    novel = {t for a, b in marked.novel_spans for t in range(a, b)}
+    spans = marked.response_spans
+    assert set(range(*spans[0])) <= novel  # the first response copies nothing
+    for (previous_start, previous_end), (start, end) in itertools.pairwise(spans):
+        copied = [marked.token_ids[t] for t in range(start, end) if t not in novel]
+        assert _is_subsequence(copied, marked.token_ids[previous_start:previous_end])
+        assert 0 < sum(t in novel for t in range(start, end)) < (end - start) / 2
+    assert all(any(a <= t < b for a, b in spans) for t in novel)
+
+
+def test_after_an_inserted_mistake_novelty_is_against_the_mistake(chat: ChatFormat, episode: ExpertEpisode):
+    marked = seeded(chat, episode, reject_rate=0.99, seed=3, novel=True)
+    assert marked.mistake_spans
+    novel = {t for a, b in marked.novel_spans for t in range(a, b)}
+    for mistake_start, mistake_end in marked.mistake_spans:
+        start, end = next((a, b) for a, b in marked.response_spans if a > mistake_end)
+        copied = [marked.token_ids[t] for t in range(start, end) if t not in novel]
+        assert _is_subsequence(copied, marked.token_ids[mistake_start:mistake_end])

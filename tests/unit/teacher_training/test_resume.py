@@ -52,3 +52,10 @@ def test_another_runs_state_is_refused_by_name(tmp_path: Path):
     threads = ResumeStore(directory, run_key(SFTSettings(lr=1e-3, threads=2, checkpoint_every=7), "data-1"))
     loaded = threads.load()
     assert loaded is not None and loaded.next_step == 1
+
+
+def test_the_novel_token_weight_is_in_the_key_only_when_on():
+    assert "novel_token_weight" not in run_key(SFTSettings(), "data-1")
+    assert run_key(SFTSettings(novel_token_weight=5.0), "data-1")["novel_token_weight"] == 5.0
+    with pytest.raises(ValueError, match="novel_token_weight"):
+        SFTSettings(novel_token_weight=0.5)

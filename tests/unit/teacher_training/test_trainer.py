@@ -120,3 +120,25 @@ def test_checkpoint_loads_back_with_the_shared_loader(zoo_cache: Path, rendered,
     )
     with pytest.raises(ConflictError, match="zoo model"):
         checkpoint_target("teacher", tmp_path)
+
+
+def test_novel_tokens_weigh_novel_weight_in_the_response_loss(zoo_cache: Path, chat: ChatFormat):
+    marked = render_episode(chat, scripted_episode(seed=0), novel=True)
+    novel = {t for a, b in marked.novel_spans for t in range(a, b)}
+    plain, weighted = episode_tensors(marked), episode_tensors(marked, novel_weight=4.0)
+    targets = [t for a, b in marked.response_spans for t in range(a, b)]
+    assert weighted.weights_N.tolist() == [4.0 if t in novel else 1.0 for t in targets]
+    assert plain.weight == len(targets) and weighted.weight == len(targets) + 3.0 * len(novel)
+    model = load_causal_lm("student", cache_dir=zoo_cache)
+    with torch.no_grad():
+        plain_sum, _, plain_right = response_loss(model, plain)
+        weighted_sum, _, weighted_right = response_loss(model, weighted)
+        logits = model(input_ids=torch.tensor([marked.token_ids])).logits[0]
+    per_token = torch.nn.functional.cross_entropy(
+        logits[[t - 1 for t in targets]],
+        torch.tensor([marked.token_ids[t] for t in targets]),
+        reduction="none",
+    )
+    assert plain_sum.item() == pytest.approx(per_token.sum().item(), rel=1e-4)
+    assert weighted_sum.item() == pytest.approx((per_token * weighted.weights_N).sum().item(), rel=1e-4)
+    assert weighted_sum.item() > plain_sum.item() and plain_right == weighted_right
