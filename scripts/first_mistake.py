@@ -14,16 +14,13 @@ many first left the path and how, and the median turn of that first step off it.
     python scripts/first_mistake.py greedy.jsonl --model teacher-remind
 """
 
-import argparse
-import json
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
+from services.diagnostics.trajectory_args import games_and_decoder
 from services.env_gateway.household.expert import HouseholdExpert
-from services.models.loading import load_tokenizer
 
 ADMISSIBLE = "\nAdmissible actions: "
 TASK = "Your task is to: "
@@ -84,13 +81,8 @@ def mistake_rows(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trajectories", type=Path)
-    parser.add_argument("--model", required=True, help="the model that played (for its tokenizer)")
-    args = parser.parse_args()
-    tokenizer = load_tokenizer(args.model)
-    games = (json.loads(line) for line in args.trajectories.read_text().splitlines() if line.strip())
-    rows = mistake_rows(games, lambda ids: str(tokenizer.decode(ids)))
+    games, decode = games_and_decoder(__doc__.splitlines()[0])
+    rows = mistake_rows(games, decode)
     for won, (count, kinds, indices) in sorted(rows.items()):
         median = f"{statistics.median(indices):g}" if indices else "-"
         ways = ", ".join(f"{how} {n}" for how, n in kinds.most_common())

@@ -8,15 +8,12 @@ drawer 1. holding: ...``) differs from its first thought's. Prints one row per t
     python scripts/goal_drift.py games.jsonl --model teacher-recovery
 """
 
-import argparse
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
-from services.models.loading import load_tokenizer
+from services.diagnostics.trajectory_args import games_and_decoder
 
 GOAL = re.compile(r"<think>\s*(.*?)\. holding:")
 
@@ -39,13 +36,8 @@ def drift_rows(games: Iterable[dict[str, Any]], decode: Callable[[list[int]], st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trajectories", type=Path)
-    parser.add_argument("--model", required=True, help="the model that played (for its tokenizer)")
-    args = parser.parse_args()
-    tokenizer = load_tokenizer(args.model)
-    games = (json.loads(line) for line in args.trajectories.read_text().splitlines() if line.strip())
-    rows = drift_rows(games, tokenizer.decode)
+    games, decode = games_and_decoder(__doc__.splitlines()[0])
+    rows = drift_rows(games, decode)
     print(f"{'task type':28s} games  lost  lost+drift  won+drift")
     for name, (total_games, lost, lost_drift, won_drift) in sorted(rows.items()):
         print(f"{name:28s} {total_games:5d} {lost:5d} {lost_drift:11d} {won_drift:10d}")

@@ -13,15 +13,12 @@ by the entity's number (1 or higher: with the zoo tokenizer every ``pen 2`` is i
     python scripts/sightings.py greedy.jsonl --model teacher-remind
 """
 
-import argparse
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
-from services.models.loading import load_tokenizer
+from services.diagnostics.trajectory_args import games_and_decoder
 
 THOUGHT = re.compile(r"<think>\s*(.*?)\s*</think>", re.S)
 GOALS = (
@@ -103,13 +100,8 @@ def sighting_rows(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trajectories", type=Path)
-    parser.add_argument("--model", required=True, help="the model that played (for its tokenizer)")
-    args = parser.parse_args()
-    tokenizer = load_tokenizer(args.model)
-    games = (json.loads(line) for line in args.trajectories.read_text().splitlines() if line.strip())
-    rows, numbers = sighting_rows(games, tokenizer.decode)
+    games, decode = games_and_decoder(__doc__.splitlines()[0])
+    rows, numbers = sighting_rows(games, decode)
     print(f"{'task type':28s} games  lost  lost+missed  won+missed  lost+false  won+false")
     for name, row in [*sorted(rows.items()), ("all", [sum(r[i] for r in rows.values()) for i in range(6)])]:
         print(f"{name:28s} {row[0]:5d} {row[1]:5d} {row[2]:12d} {row[3]:11d} {row[4]:11d} {row[5]:10d}")
