@@ -146,9 +146,9 @@ def build_zoo(
         _install(write_tokenizer, tokenizer_dir)
         results.append(BuiltArtifact(TOKENIZER_DIR, tokenizer_dir, built=True))
     tokenizer_sha = _sha256((tokenizer_dir / TOKENIZER_FILE).read_bytes())
+    composed = entities if entity_embeddings == "composed" else None
     for name in names:
         step(f"building the {name} checkpoint")
-        composed = entities if entity_embeddings == "composed" else None
         results.append(_build_model(root, name, seed, tokenizer_dir, tokenizer_sha, force, composed))
     return results
 

@@ -65,11 +65,7 @@ class EpisodeTensors:
     context_at_M: "torch.Tensor"
     context_targets_M: "torch.Tensor"
     weights_N: "torch.Tensor"
-
-    @property
-    def weight(self) -> float:
-        """The sum of the response tokens' loss weights (their count when all weigh 1)."""
-        return float(self.weights_N.sum().item())
+    weight: float  # the sum of weights_N (the response-token count when all weigh 1)
 
 
 def episode_tensors(
@@ -99,13 +95,15 @@ def episode_tensors(
         excluded.update(t for start, end in episode.mistake_spans for t in range(start, end))
     context = [t for t in range(1, len(ids)) if t not in excluded]
     novel = {t for start, end in episode.novel_spans for t in range(start, end)}
+    weights = [novel_weight if t in novel else 1.0 for t in targets]
     return EpisodeTensors(
         input_ids_1_T=torch.tensor([inputs], dtype=torch.long),
         predict_at_N=torch.tensor([t - 1 for t in targets], dtype=torch.long),
         targets_N=torch.tensor([ids[t] for t in targets], dtype=torch.long),
         context_at_M=torch.tensor([t - 1 for t in context], dtype=torch.long),
         context_targets_M=torch.tensor([ids[t] for t in context], dtype=torch.long),
-        weights_N=torch.tensor([novel_weight if t in novel else 1.0 for t in targets], dtype=torch.float32),
+        weights_N=torch.tensor(weights, dtype=torch.float32),
+        weight=sum(weights),
     )
 
 
