@@ -9,7 +9,7 @@ choice is compared with the policy's. The first difference is named by the two v
 expert would not; ``rejected``: the game refused the action). Prints, for won and lost games, how
 many first left the path and how, and the median turn of that first step off it.
 
-    turnopd eval --model teacher-remind --config configs/teacher_alfworld_reminder.toml \\
+    turnopd eval --model teacher-remind --config configs/teachers/teacher_alfworld_reminder.toml \\
         --episodes 60 --n 1 --temperature 0 --trajectories greedy.jsonl
     python scripts/first_mistake.py greedy.jsonl --model teacher-remind
 """

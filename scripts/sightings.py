@@ -8,7 +8,7 @@ while the agent holds nothing and the next thought's ``seen:`` does not name it 
 ``seen:`` names an object of another kind. Prints one row per task type, then the missed sightings
 by the entity's number (1 or higher: with the zoo tokenizer every ``pen 2`` is its own token).
 
-    turnopd eval --model teacher-remind --config configs/teacher_alfworld_reminder.toml \\
+    turnopd eval --model teacher-remind --config configs/teachers/teacher_alfworld_reminder.toml \\
         --episodes 60 --n 1 --temperature 0 --trajectories greedy.jsonl
     python scripts/sightings.py greedy.jsonl --model teacher-remind
 """

@@ -1,9 +1,13 @@
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from services.errors import ConfigError
+from services.models.zoo import ZOO
 from services.settings import TurnOPDSettings, load_settings
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -76,17 +80,61 @@ def test_missing_file(tmp_path):
 
 
 def test_paper_defaults_file_matches_built_in_defaults():
-    repo = Path(__file__).resolve().parents[3]
-    assert load_settings(repo / "configs" / "paper_defaults.toml") == TurnOPDSettings()
+    assert load_settings(REPO / "configs" / "paper_defaults.toml") == TurnOPDSettings()
 
 
-@pytest.mark.parametrize(
-    "name", sorted(p.name for p in (Path(__file__).resolve().parents[3] / "configs").glob("*.toml"))
-)
-def test_every_shipped_config_loads(name: str):
-    settings = load_settings(Path(__file__).resolve().parents[3] / "configs" / name)
-    if name == "demo.toml":  # the README's main run: the warm student learns from the trained teacher
-        assert (settings.models.student, settings.models.teacher) == ("student-cut3", "teacher-recovery")
+# Run configs sit in configs/; the SFT recipes that make the models they name in configs/teachers/;
+# recipes of experiments that were not kept sit beside the results page whose numbers they reproduce.
+RUN_CONFIGS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").glob("*.toml"))
+RECIPES = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs" / "teachers").rglob("*.toml"))
+RESULT_RECIPES = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs" / "results").rglob("*.toml"))
+
+
+def _recipe_outputs(paths: list[str]) -> dict[str, str]:
+    """The model name each recipe's `turnopd teacher train --config` saves (`[sft] out`) -> recipe."""
+    return {load_settings(REPO / path).sft.out: path for path in paths}
+
+
+def _made_by_a_recipe(name: str, outputs: dict[str, str]) -> bool:
+    return name in ZOO or Path(name).is_absolute() or name in outputs
+
+
+def test_configs_are_sorted_into_runs_and_recipes():
+    assert {"demo.toml", "smoke.toml", "paper_defaults.toml"} <= {Path(p).name for p in RUN_CONFIGS}
+    assert "configs/teachers/teacher_alfworld_novel.toml" in RECIPES  # the competent household teacher
+    every = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").rglob("*.toml"))
+    assert every == sorted(RUN_CONFIGS + RECIPES), "a config outside configs/ and configs/teachers/"
+
+
+@pytest.mark.parametrize("path", RUN_CONFIGS)
+def test_every_run_config_loads(path: str):
+    """What `turnopd train --config` loads; the models it names are zoo models, mounted paths or the
+    output of a kept recipe (configs/, configs/teachers/), so a user can make every one of them."""
+    settings = load_settings(REPO / path)
+    outputs = _recipe_outputs(RUN_CONFIGS + RECIPES)
+    for role, name in (("student", settings.models.student), ("teacher", settings.models.teacher)):
+        assert _made_by_a_recipe(name, outputs), (
+            f"{path}: [models] {role} = {name!r} has no recipe in configs/"
+        )
+    if path == "configs/demo.toml":  # the README's main run: evaluated at the start and at the end
         assert settings.eval.at_start and settings.optim.steps % settings.eval.interval == 0
-    if name == "student_alfworld.toml":
-        assert (settings.sft.base, settings.sft.out) == ("student", "student-sft")
+
+
+@pytest.mark.parametrize("path", RECIPES + RESULT_RECIPES)
+def test_every_sft_recipe_loads(path: str):
+    """What `turnopd teacher train --config` loads (the same settings tree, its `[sft]` section): each
+    recipe names its output, and its base is a zoo model or another recipe's output; a kept recipe
+    (configs/teachers/) starts from a kept one."""
+    raw = tomllib.loads((REPO / path).read_text())
+    assert "out" in raw.get("sft", {}), f"{path}: a recipe names the model it saves ([sft] out)"
+    settings = load_settings(REPO / path)
+    kept = _recipe_outputs(RUN_CONFIGS + RECIPES)
+    outputs = kept if path in RECIPES else {**kept, **_recipe_outputs(RESULT_RECIPES)}
+    assert _made_by_a_recipe(settings.sft.base, outputs), (
+        f"{path}: [sft] base = {settings.sft.base!r} is made by no recipe it may use"
+    )
+
+
+def test_recipe_outputs_are_unique():
+    names = [load_settings(REPO / path).sft.out for path in RECIPES + RESULT_RECIPES]
+    assert len(names) == len(set(names))
