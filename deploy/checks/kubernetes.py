@@ -1,5 +1,5 @@
 """Validate rendered Kubernetes resources: custom resources against their CRDs' openAPIV3Schema
-(KubeRay, Prometheus operator; from shared/schemas), core kinds with `kubernetes-validate`.
+(KubeRay, Prometheus operator; vendored in deploy/schemas), core kinds with `kubernetes-validate`.
 
 Both are strict, like `kubectl apply --validate=strict`: an unknown field is an error.
 """
@@ -20,21 +20,28 @@ from deploy.checks.problem import Problem, field_path
 KUBERNETES_VERSION = "1.30"
 SCHEMAS_ENV = "TURNOPD_SCHEMAS_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+VENDORED_SCHEMAS = REPO_ROOT / "deploy" / "schemas"
 
 Resource = Mapping[str, Any]
 
 
 class SchemasMissingError(FileNotFoundError):
-    """The CRD schema folder (shared/schemas beside the repository) is not there."""
+    """The CRD schema folder (``$TURNOPD_SCHEMAS_DIR`` or the vendored deploy/schemas) is not there."""
 
 
 def schemas_root() -> Path:
-    """``$TURNOPD_SCHEMAS_DIR``, else ``shared/schemas`` beside the repository (as CI lays it out)."""
-    root = Path(os.environ.get(SCHEMAS_ENV) or REPO_ROOT.parent / "shared" / "schemas")
+    """``$TURNOPD_SCHEMAS_DIR`` when set, else the CRDs vendored in ``deploy/schemas`` (see its README)."""
+    override = os.environ.get(SCHEMAS_ENV)
+    if override:
+        root = Path(override)
+        hint = f"set by {SCHEMAS_ENV}; unset it to use the vendored deploy/schemas"
+    else:
+        root = VENDORED_SCHEMAS
+        hint = f"the vendored copy; restore deploy/schemas from git or set {SCHEMAS_ENV}"
     if not root.is_dir():
         raise SchemasMissingError(
-            f"CRD schemas not found at {root}: expected shared/ beside the repository "
-            f"(../shared/schemas with kuberay/ and prometheus-operator/), or set {SCHEMAS_ENV}"
+            f"CRD schemas not found at {root} ({hint}): expected a folder with kuberay/ and "
+            "prometheus-operator/ CRD YAML files"
         )
     return root
 

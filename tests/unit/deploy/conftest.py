@@ -17,7 +17,7 @@ from deploy.checks.render import render  # noqa: E402
 
 @pytest.fixture(scope="session")
 def schema_root() -> Path:
-    """shared/schemas beside the repository (fails with a clear message when missing)."""
+    """The CRD schemas: vendored deploy/schemas, or $TURNOPD_SCHEMAS_DIR (clear error when missing)."""
     return schemas_root()
 
 

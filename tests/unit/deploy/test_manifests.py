@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from deploy.checks import kubernetes
 from deploy.checks.__main__ import SERVE_CONFIG, check_rendered
-from deploy.checks.kubernetes import SchemasMissingError, schemas_root, validate_resources
+from deploy.checks.kubernetes import SchemasMissingError, crd_schemas, schemas_root, validate_resources
 from deploy.checks.render import RenderError, render
 
 Resources = list[dict[str, Any]]
@@ -190,11 +191,49 @@ def test_unknown_kind_is_a_problem(rendered: dict[str, Resources], schema_root: 
     ]
 
 
-def test_missing_schemas_say_where_they_were_expected(
+def test_schemas_default_to_the_vendored_copy_in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TURNOPD_SCHEMAS_DIR", raising=False)
+    repo = Path(__file__).resolve().parents[3]
+    root = schemas_root()
+    assert root == repo / "deploy" / "schemas"
+    assert {(api_version, kind) for api_version, kind in crd_schemas(root)} >= {
+        ("ray.io/v1", "RayCluster"),
+        ("ray.io/v1", "RayJob"),
+        ("ray.io/v1", "RayService"),
+        ("monitoring.coreos.com/v1", "PodMonitor"),
+        ("monitoring.coreos.com/v1", "PrometheusRule"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    }
+
+
+def test_every_vendored_schema_has_its_provenance_in_the_readme() -> None:
+    root = Path(__file__).resolve().parents[3] / "deploy" / "schemas"
+    readme = (root / "README.md").read_text()
+    files = sorted(root.rglob("*.yaml"))
+    assert len(files) == 6
+    for path in files:
+        assert f"`{path.relative_to(root)}`" in readme, path
+    for folder in {path.parent for path in files}:
+        assert (folder / "LICENSE").is_file(), folder
+
+
+def test_schemas_override_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TURNOPD_SCHEMAS_DIR", str(tmp_path))
+    assert schemas_root() == tmp_path
+
+
+def test_missing_override_says_where_it_looked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TURNOPD_SCHEMAS_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(SchemasMissingError, match=r"nowhere \(set by TURNOPD_SCHEMAS_DIR; unset it"):
+        schemas_root()
+
+
+def test_missing_vendored_schemas_say_where_they_were_expected(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("TURNOPD_SCHEMAS_DIR", str(tmp_path / "nowhere"))
-    with pytest.raises(SchemasMissingError, match=r"nowhere.*shared/ beside the repository"):
+    monkeypatch.delenv("TURNOPD_SCHEMAS_DIR", raising=False)
+    monkeypatch.setattr(kubernetes, "VENDORED_SCHEMAS", tmp_path / "gone")
+    with pytest.raises(SchemasMissingError, match=r"gone \(the vendored copy; restore deploy/schemas"):
         schemas_root()
 
 
