@@ -21,7 +21,7 @@ echo "setup: installing turnopd[dev] (editable)"
 # pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'
-# Prometheus (Debian's package) for tests/integration/test_prometheus.py and the README's demo.
+# Prometheus (Debian's package) for tests/integration/test_prometheus.py and docs/operations.md's Prometheus walk-through.
 if command -v prometheus >/dev/null 2>&1; then
   echo "setup: $(prometheus --version 2>&1 | head -1)"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
