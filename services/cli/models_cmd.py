@@ -1,4 +1,4 @@
-"""`turnopd models ...`: build the tiny model zoo, resolve model names to checkpoint directories."""
+"""`turnopd models ...`: build the tiny model zoo, resolve names, list, verify and ship artifacts."""
 
 from pathlib import Path
 from typing import Annotated
@@ -7,12 +7,18 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from services.contracts.rollout import EvalReport
 from services.models.build import build_zoo
 from services.models.registry import resolve_model_dir
+from services.models.ship import record_measurement, ship_model
+from services.models.shipped import require_shipped, shipped_names
 from services.settings import load_settings
 from services.settings.models import ModelsSettings
 
-app = typer.Typer(help="Tiny Qwen3-architecture model zoo: build and locate it.", no_args_is_help=True)
+app = typer.Typer(
+    help="Tiny Qwen3-architecture model zoo and the shipped models: build, locate, verify, ship.",
+    no_args_is_help=True,
+)
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 CacheOption = Annotated[
@@ -75,10 +81,74 @@ def build(
 
 @app.command("path")
 def path(
-    name: Annotated[str, typer.Argument(help="'teacher', 'student', another zoo name, or a path.")],
+    name: Annotated[
+        str, typer.Argument(help="'teacher', 'student', a shipped or trained model's name, or a path.")
+    ],
     cache_dir: CacheOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Print the checkpoint directory a model name resolves to (it must exist)."""
+    """Print the checkpoint directory a model name resolves to: the cache, else a shipped model (verified)."""
     settings = _models_settings(config, cache_dir)
     typer.echo(str(resolve_model_dir(name, settings.cache_dir)))
+
+
+@app.command("list")
+def list_() -> None:
+    """The models shipped with the repository: what each is, its measured success, its recipe."""
+    console = Console()
+    for name in shipped_names():
+        shipped = require_shipped(name)
+        measured = shipped.measured
+        score = (
+            f"{100 * measured['success_rate']:.1f}% on {measured['games']} {measured['env']}/{measured['split']} "
+            f"games (T={measured['temperature']:g})"
+            if measured
+            else "not measured"
+        )
+        console.print(f"[bold]{name}[/bold]  {shipped.manifest['description']}")
+        console.print(f"  {score}; {shipped.path}")
+        for command in shipped.manifest["recipe"]:
+            console.print(f"  recipe: {command}", soft_wrap=True)
+
+
+@app.command("verify")
+def verify(
+    names: Annotated[list[str] | None, typer.Argument(help="Shipped models (default: all).")] = None,
+) -> None:
+    """Check every shipped file against its manifest's sha256 (a mismatch names the file)."""
+    for name in names or shipped_names():
+        shipped = require_shipped(name)
+        typer.echo(f"{name}: {len(shipped.manifest['files'])} files verified")
+
+
+@app.command("ship")
+def ship(
+    source: Annotated[str, typer.Argument(help="A trained model's name or checkpoint path.")],
+    name: Annotated[str, typer.Option(help="Name of the shipped artifact (artifacts/models/NAME).")],
+    recipe: Annotated[list[str], typer.Option(help="A command of the recipe that reproduces it (repeat).")],
+    description: Annotated[str, typer.Option(help="One line: what the model is.")],
+    dtype: Annotated[str, typer.Option(help="Stored weight dtype: bfloat16 or float32.")] = "bfloat16",
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a shipped model of that name.")
+    ] = False,
+    cache_dir: CacheOption = None,
+) -> None:
+    """Maintainers: package a trained checkpoint as a shipped artifact (then measure it: record-eval)."""
+    source_dir = resolve_model_dir(source, cache_dir)
+    target = ship_model(
+        source_dir, name, recipe=recipe, description=description, dtype=dtype, replace=replace
+    )
+    typer.echo(f"shipped {source_dir} as {target}")
+
+
+@app.command("record-eval")
+def record_eval(
+    name: Annotated[str, typer.Argument(help="A shipped model.")],
+    report: Annotated[Path, typer.Argument(help="`turnopd eval --json` output of the shipped weights.")],
+    command: Annotated[str, typer.Option(help="The eval command that produced the report.")],
+) -> None:
+    """Maintainers: record a measured success in a shipped model's manifest."""
+    shipped = require_shipped(name)
+    evaluated = EvalReport.model_validate_json(report.read_text())
+    manifest = record_measurement(shipped.path, evaluated, command)
+    typer.echo(f"{name}: {100 * manifest['measured']['success_rate']:.1f}% recorded")

@@ -1,15 +1,17 @@
 """Where models live: the cache root, and a model name or path resolved to its checkpoint directory.
 
-A model reference is either a name of a checkpoint under ``<cache>/models/`` (``teacher``,
-``student``, or any name later steps save there) or a path to a Hugging Face checkpoint directory
-(real Qwen3 checkpoints included). References containing a path separator, or starting with
-``.`` or ``~``, are paths.
+A model reference is either a name or a path to a Hugging Face checkpoint directory (real Qwen3
+checkpoints included). References containing a path separator, or starting with ``.`` or ``~``,
+are paths. A name resolves to ``<cache>/models/<name>`` (``teacher``, ``student``, or any name
+later steps save there) when that exists, else to the artifact shipped in the repository under
+that name (``artifacts/models/<name>``, checksums verified: services.models.shipped).
 """
 
 import os
 from pathlib import Path
 
 from services.errors import InputError, NotFoundError
+from services.models.shipped import shipped_model, shipped_names
 
 CACHE_ENV = "TURNOPD_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path("~/.cache/turnopd")
@@ -42,9 +44,19 @@ def model_dir(reference: str, cache_dir: Path | None = None) -> Path:
 
 
 def resolve_model_dir(reference: str, cache_dir: Path | None = None) -> Path:
-    """The existing checkpoint directory (with a ``config.json``) that ``reference`` names."""
+    """The existing checkpoint directory (with a ``config.json``) that ``reference`` names.
+
+    A name missing from the cache falls back to the shipped artifact of that name, verified.
+    """
     path = model_dir(reference, cache_dir)
-    if not (path / "config.json").is_file():
-        hint = "" if is_path_reference(reference) else "; run `turnopd models build` first"
-        raise NotFoundError(f"no model checkpoint at {path} (model {reference!r}){hint}")
-    return path
+    if (path / "config.json").is_file():
+        return path
+    if is_path_reference(reference):
+        raise NotFoundError(f"no model checkpoint at {path} (model {reference!r})")
+    shipped = shipped_model(reference)
+    if shipped is not None:
+        return shipped.path
+    raise NotFoundError(
+        f"no model checkpoint at {path} (model {reference!r}) and none shipped under that name "
+        f"(shipped: {', '.join(shipped_names()) or 'none'}); run `turnopd models build` for the zoo"
+    )
