@@ -8,7 +8,7 @@ import torch
 
 from services.contracts.learner import LearnerBatch
 from services.contracts.trajectory import Trajectory, TurnRecord
-from services.learner.samples import TeacherTopK, build_samples, supervised_positions
+from services.orchestrator.step_data import TeacherScores, learner_samples, supervised_positions
 
 
 def random_trajectory(rng: random.Random, vocab: int, index: int) -> Trajectory:
@@ -44,7 +44,7 @@ def random_trajectory(rng: random.Random, vocab: int, index: int) -> Trajectory:
     )
 
 
-def teacher_topk(teacher_dir: Path, trajectory: Trajectory, k: int) -> TeacherTopK:
+def teacher_topk(teacher_dir: Path, trajectory: Trajectory, k: int) -> TeacherScores:
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(teacher_dir)
@@ -53,7 +53,7 @@ def teacher_topk(teacher_dir: Path, trajectory: Trajectory, k: int) -> TeacherTo
         logits = model(input_ids=torch.tensor([trajectory.token_ids])).logits[0]
     lp = torch.log_softmax(logits[torch.tensor(positions) - 1].float(), -1)
     top = lp.topk(k, dim=-1)
-    return TeacherTopK(top_ids=top.indices.numpy().astype(np.int64), top_logprobs=top.values.numpy())
+    return TeacherScores(top_ids=top.indices.numpy().astype(np.int64), top_logprobs=top.values.numpy())
 
 
 def make_batch(
@@ -62,5 +62,5 @@ def make_batch(
     rng = random.Random(seed * 1000 + step)
     trajectories = [random_trajectory(rng, 64, i) for i in range(n)]
     scores = [teacher_topk(teacher_dir, tr, k) for tr in trajectories]
-    samples = build_samples(trajectories, scores, alpha=alpha, min_floor=2, min_frac=0.1)
+    samples = learner_samples(trajectories, scores, alpha=alpha, min_floor=2, min_frac=0.1)
     return LearnerBatch(step=step, probe=True, alpha=alpha, h_roll=4, samples=samples)

@@ -22,6 +22,11 @@ class LearnerSample(Contract):
     num_turns: int = Field(ge=1, description="Turns of the trajectory (for per-turn statistics).")
     success: bool
     truncated: bool
+    turn_entropy_sum: list[FiniteFloat] | None = Field(
+        None,
+        description="The teacher's entropy (nats) summed over each turn's supervised tokens, passed on to "
+        "the turn statistics; None: not recorded.",
+    )
 
     @model_validator(mode="after")
     def _aligned(self) -> "LearnerSample":
@@ -37,6 +42,8 @@ class LearnerSample(Contract):
         ids, lps = self.teacher_top_ids, self.teacher_top_logprobs
         if len(ids.shape) != 2 or ids.shape != lps.shape or ids.shape[0] != n:
             raise ValueError(f"teacher arrays must both be [{n}, K], got {ids.shape} and {lps.shape}")
+        if self.turn_entropy_sum is not None and len(self.turn_entropy_sum) != self.num_turns:
+            raise ValueError(f"turn_entropy_sum must have num_turns ({self.num_turns}) entries")
         return self
 
 

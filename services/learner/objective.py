@@ -106,12 +106,16 @@ def plan_micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[i
 
 
 def turn_stats(sample: LearnerSample, kl_n: Tensor) -> TrajectoryTurnStats:
-    """Supervised tokens and summed token KL per turn of one sample."""
+    """Supervised tokens and summed token KL per turn of one sample (and the teacher's entropy it carries)."""
     tokens = [0] * sample.num_turns
     sums = [0.0] * sample.num_turns
     for t, kl in zip(sample.turn_index, kl_n.tolist(), strict=True):
         tokens[t] += 1
         sums[t] += kl
     return TrajectoryTurnStats(
-        turn_tokens=tokens, turn_kl_sum=sums, success=sample.success, truncated=sample.truncated
+        turn_tokens=tokens,
+        turn_kl_sum=sums,
+        success=sample.success,
+        truncated=sample.truncated,
+        turn_entropy_sum=sample.turn_entropy_sum,
     )

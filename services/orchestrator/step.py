@@ -14,10 +14,9 @@ from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.orchestrator import StepMetrics, StepTimes
 from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.errors import TurnOPDError
-from services.learner.samples import build_samples
 from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.teacher_entropy import with_teacher_entropy
-from services.orchestrator.teacher_scores import teacher_topk
+from services.orchestrator.step_data import learner_batch, supervised_trajectories
+from services.orchestrator.teacher_scores import teacher_scores
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
 
@@ -70,17 +69,12 @@ def run_step(
     if not rollout.trajectories:
         raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
     t2 = time.perf_counter()
-    topk, entropy = asyncio.run(teacher_topk(teacher, rollout.trajectories, settings.distill.distill_topk))
-    samples = build_samples(
-        rollout.trajectories, topk, plan.alpha, settings.blend.min_floor, settings.blend.min_frac
-    )
+    supervised = supervised_trajectories(rollout.trajectories)
+    scores = asyncio.run(teacher_scores(teacher, supervised, settings.distill.distill_topk))
+    batch = learner_batch(plan, supervised, scores, settings.blend.min_floor, settings.blend.min_frac)
     t3 = time.perf_counter()
-    batch = LearnerBatch(step=k, probe=plan.probe, alpha=plan.alpha, h_roll=plan.h_roll, samples=samples)
     result, weights_ref = learner.step(batch)
     t4 = time.perf_counter()
-    result = result.model_copy(
-        update={"turn_stats": with_teacher_entropy(result.turn_stats, rollout.trajectories, entropy)}
-    )
     pool.publish_weights(weights_ref, result.weights_version)
     stats = probe_stats(result.turn_stats) if plan.probe else None
     decision = controller.ingest(k, stats)

@@ -108,3 +108,13 @@ def test_shard_by_tokens_balances_load():
     assert sorted(i for s in shards for i in s) == [0, 1, 2, 3, 4]
     assert [sum(lengths[i] for i in s) for s in shards] == [12, 12]
     assert shard_by_tokens([5], 2) == [[0], []]
+
+
+def test_turn_stats_carry_the_samples_teacher_entropy(tiny_teacher):
+    sample = make_batch(tiny_teacher, step=4).samples[0]
+    entropy = [0.5 * (t + 1) for t in range(sample.num_turns)]
+    stats = turn_stats(
+        sample.model_copy(update={"turn_entropy_sum": entropy}), torch.zeros(len(sample.positions))
+    )
+    assert stats.turn_entropy_sum == entropy
+    assert turn_stats(sample, torch.zeros(len(sample.positions))).turn_entropy_sum is None
