@@ -24,3 +24,8 @@ class NotFoundError(TurnOPDError, LookupError):
 
 class ConflictError(TurnOPDError, RuntimeError):
     """The request is valid but the target's state forbids it (e.g. a finished episode)."""
+
+
+class EngineBrokenError(TurnOPDError, RuntimeError):
+    """An inference engine failed on valid input (dead engine process, device error, weights left
+    half-loaded): it cannot serve any more and its process must be replaced."""

@@ -20,7 +20,10 @@ class TeacherSettings(Section):
         "float32", description="Weight dtype; log-softmax is always computed in fp32."
     )
     max_context: int | None = Field(
-        None, ge=2, description="Longest accepted sequence (unset: the model's max_position_embeddings)."
+        None,
+        ge=2,
+        description="Longest accepted sequence (unset: the model's max_position_embeddings). The vLLM engine "
+        "accepts at most max_position_embeddings - 1: it needs room for the one token it generates.",
     )
     # Batching: items of a Serve batch are single sequences, gathered across concurrent requests.
     max_batch_tokens: int = Field(
@@ -81,10 +84,14 @@ class TeacherSettings(Section):
     )
     vllm_enable_prefix_caching: bool = Field(
         False,
-        description="Reuse KV of shared prompt prefixes (check your vLLM returns prompt log-probs with it).",
+        description="vLLM's enable_prefix_caching. No speed-up for scoring: vLLM skips reading the prefix "
+        "cache for requests that ask for prompt log-probs, so it only costs KV blocks.",
     )
     vllm_max_logprobs: int = Field(
-        128, ge=1, description="vLLM's max_logprobs: the largest top_k the vLLM engine serves."
+        128,
+        ge=1,
+        description="vLLM's max_logprobs: the largest top_k the vLLM engine serves (distill.distill_topk "
+        "must not exceed it).",
     )
     # Clients.
     client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")

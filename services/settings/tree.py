@@ -23,6 +23,7 @@ from services.settings.security import SecuritySettings
 from services.settings.sft import SFTSettings
 from services.settings.sources import file_settings_source
 from services.settings.teacher import TeacherSettings
+from services.vllm_support.limits import temperature_problem
 
 Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
 
@@ -179,6 +180,24 @@ class TurnOPDSettings(BaseSettings):
     sft: SFTSettings = Field(default_factory=SFTSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     retrieval_server: RetrievalServerSettings = Field(default_factory=RetrievalServerSettings)
+
+    @model_validator(mode="after")
+    def _within_vllm_limits(self) -> "TurnOPDSettings":
+        """What a vLLM engine would refuse or alter fails here, at load, rather than mid-run."""
+        if self.models.engine == "vllm":
+            for key, value in [
+                ("rollout.temperature", self.rollout.temperature),
+                ("eval.val_temperature", self.eval.val_temperature),
+            ]:
+                problem = temperature_problem(value)
+                if problem is not None:
+                    raise ValueError(f"{key} with models.engine = 'vllm': {problem}")
+        if self.teacher.engine == "vllm" and self.distill.distill_topk > self.teacher.vllm_max_logprobs:
+            raise ValueError(
+                f"distill.distill_topk ({self.distill.distill_topk}) exceeds teacher.vllm_max_logprobs "
+                f"({self.teacher.vllm_max_logprobs}), the most log-probs the vLLM teacher returns"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -13,15 +13,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from services.errors import ConfigError, TurnOPDError
+from services.errors import ConfigError
+from services.errors import EngineBrokenError as EngineBrokenError  # its home before services.errors
 from services.settings.teacher import TeacherSettings
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
-
-
-class EngineBrokenError(TurnOPDError, RuntimeError):
-    """The engine failed on valid input (device error, corrupt weights); the replica must be replaced."""
 
 
 @dataclass(frozen=True)

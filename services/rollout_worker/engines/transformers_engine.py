@@ -29,6 +29,7 @@ from services.rollout_worker.engines.prefix_cache import (
     layer_states,
     stack_prefixes,
 )
+from services.rollout_worker.engines.weights_file import check_weights_fit, shapes_of
 
 if TYPE_CHECKING:
     import torch
@@ -124,15 +125,12 @@ class TransformersEngine(GenerationEngine):
         return int(self.model.config.max_position_embeddings)
 
     def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
-        """Copy a full state dict into the model (a tied ``lm_head.weight`` may be absent)."""
+        """Copy a full state dict into the model (a tied ``lm_head.weight`` may be absent); one that
+        does not fit is refused before any weight changes."""
         new_version = next_version(self._version, version)
-        missing, unexpected = self.model.load_state_dict(dict(state_dict), strict=False)
         tied = {"lm_head.weight"} if self.model.config.tie_word_embeddings else set()
-        if set(missing) - tied or unexpected:
-            raise InputError(
-                f"state dict does not fit the model: missing {sorted(set(missing) - tied)[:5]}, "
-                f"unexpected {sorted(unexpected)[:5]}"
-            )
+        check_weights_fit(shapes_of(state_dict), shapes_of(self.model.state_dict()), tied)
+        self.model.load_state_dict(dict(state_dict), strict=False)
         if self._prefix is not None:
             self._prefix.clear()  # states computed with the old weights
         self._version = new_version

@@ -1,17 +1,23 @@
 """Generation with vLLM (GPU): offline ``LLM`` engine, token-id prompts, weight reload from the learner.
 
 vLLM is an optional extra (``pip install 'turnopd[gpu]'``), imported only when this engine is
-built. Written against vLLM's documented API:
+built. Written against vLLM 0.33's source (docs/vllm.md):
 
-* ``LLM(model=..., logprobs_mode="processed_logprobs", worker_extension_cls=...)``: processed
-  log-probs are taken after temperature scaling, i.e. from the distribution actually sampled
-  (the convention in ``engines.base``); raw ones would be the unscaled model's.
+* ``LLM(**llm_kwargs(...))``: ``logprobs_mode="processed_logprobs"`` takes log-probs after
+  temperature scaling, i.e. from the distribution actually sampled (the convention in
+  ``engines.base``; greedy rows get the unscaled ``log_softmax``); no tokenizer is loaded (token-id
+  prompts, ``detokenize=False``); the worker extension below reloads weights.
 * prompts as ``{"prompt_token_ids": [...]}`` (a ``TokensPrompt``), one ``SamplingParams`` per
-  request with ``logprobs=0`` (the sampled token's log-prob only), ``stop_token_ids``, a
-  per-request ``seed`` and ``detokenize=False``.
-* weights: ``llm.collective_rpc(method, args=...)`` runs a method of the worker extension
-  (``vllm_worker_extension.WeightReloadExtension``) in every worker, which calls the model's
-  ``load_weights``; then ``llm.reset_prefix_cache()`` drops KV blocks computed with old weights.
+  request with ``logprobs=0`` (the sampled token's log-prob only), ``stop_token_ids`` and a
+  per-request ``seed``. Temperatures and prompt lengths vLLM would refuse or alter are
+  ``InputError`` before vLLM sees them (``services.vllm_support.limits``); the context is read from
+  the engine (``llm.model_config.max_model_len``).
+* weights: the state dict is checked against the checkpoint's names and shapes, written to a
+  safetensors file on the node, and only its path crosses into vLLM's engine-core process:
+  ``llm.collective_rpc("turnopd_load_weights", args=(WeightsUpdate dict,))`` makes every GPU worker
+  load it (``vllm_worker_extension``) and report the parameters it left untouched. Only after every
+  worker loaded everything is the prefix cache reset and the new version taken; a load that stopped
+  half-way marks the engine broken (``EngineBrokenError``: the worker process must be replaced).
 
 The request building and output conversion are plain functions, unit-tested without vLLM.
 """
@@ -21,7 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from services.errors import ConfigError, InputError
+from services.contracts.weights import WeightsLoadReport
+from services.errors import ConfigError, EngineBrokenError, InputError
 from services.rollout_worker.engines.base import (
     FinishReason,
     Generation,
@@ -30,6 +37,17 @@ from services.rollout_worker.engines.base import (
     next_version,
     validate_prompts,
 )
+from services.rollout_worker.engines.weights_file import (
+    SHARED_MEMORY,
+    Shapes,
+    check_weights_fit,
+    checkpoint_shapes,
+    shapes_of,
+    staging_dir,
+    write_weights,
+)
+from services.vllm_support.errors import translate
+from services.vllm_support.limits import check_temperature, prompt_fits
 
 if TYPE_CHECKING:
     import torch
@@ -71,9 +89,45 @@ def sampling_kwargs(
     }
 
 
+def llm_kwargs(
+    model_path: Path, *, dtype: str, seed: int, gpu_memory_utilization: float, max_model_len: int | None
+) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM`` (its ``EngineArgs``) for a rollout engine."""
+    return {
+        "model": str(model_path),
+        "dtype": dtype,
+        "seed": seed,
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "max_model_len": max_model_len,
+        "enable_prefix_caching": True,  # multi-turn prompts share their history
+        "logprobs_mode": "processed_logprobs",
+        "skip_tokenizer_init": True,
+        "worker_extension_cls": WORKER_EXTENSION,
+    }
+
+
 def token_prompts(prompts: Sequence[Sequence[int]]) -> list[dict[str, list[int]]]:
     """vLLM ``TokensPrompt`` inputs for token-id prompts."""
     return [{"prompt_token_ids": [int(t) for t in prompt]} for prompt in prompts]
+
+
+def load_reports(replies: Any, version: int) -> list[WeightsLoadReport]:
+    """The workers' answers to a reload, each checked complete; EngineBrokenError otherwise."""
+    try:
+        reports = [WeightsLoadReport.model_validate(reply) for reply in replies]
+    except (TypeError, ValueError) as exc:
+        raise EngineBrokenError(f"vLLM workers answered the weight reload with {replies!r}: {exc}") from exc
+    if not reports:
+        raise EngineBrokenError("no vLLM worker answered the weight reload")
+    for rank, report in enumerate(reports):
+        if report.version != version:
+            raise EngineBrokenError(f"vLLM worker {rank} loaded version {report.version}, not {version}")
+        if not report.complete:
+            raise EngineBrokenError(
+                f"vLLM worker {rank} left {len(report.not_loaded)} parameters at older weights "
+                f"({report.not_loaded[:5]}); its weights are now mixed"
+            )
+    return reports
 
 
 def generation_from_output(request_output: Any) -> Generation:
@@ -102,33 +156,31 @@ class VLLMEngine(GenerationEngine):
 
     def __init__(
         self,
-        model_path: Path,
+        llm: Any,
+        sampling_params: Any,
         *,
         stop_token_ids: Sequence[int],
         vocab_size: int,
-        max_positions: int,
-        dtype: str = "bfloat16",
+        checkpoint_weights: Shapes,
+        tied_embeddings: bool,
+        weights_dtype: "torch.dtype | None" = None,
         seed: int = 0,
-        gpu_memory_utilization: float = 0.5,
-        max_model_len: int | None = None,
+        staging: Sequence[Path] = (SHARED_MEMORY,),
     ) -> None:
-        self._vllm = import_vllm()
-        self._llm = self._vllm.LLM(
-            model=str(model_path),
-            dtype=dtype,
-            seed=seed,
-            gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len,
-            enable_prefix_caching=True,
-            logprobs_mode="processed_logprobs",
-            worker_extension_cls=WORKER_EXTENSION,
-        )
-        self._stop = tuple(int(t) for t in stop_token_ids)
+        if not stop_token_ids:
+            raise InputError("a generation engine needs at least one stop token id")
+        self._llm = llm
+        self._sampling_params = sampling_params  # vllm.SamplingParams, the class
+        self._stop = tuple(dict.fromkeys(int(t) for t in stop_token_ids))
         self._vocab_size = vocab_size
-        self._max_positions = max_model_len if max_model_len is not None else max_positions
+        self._checkpoint = dict(checkpoint_weights)
+        self._optional = {"lm_head.weight"} if tied_embeddings else set()
+        self._dtype = weights_dtype
+        self._staging = staging
         self._seed = seed
         self._calls = 0
         self._version = 0
+        self._broken: str | None = None
 
     @classmethod
     def from_pretrained(
@@ -139,13 +191,14 @@ class VLLMEngine(GenerationEngine):
         seed: int = 0,
         gpu_memory_utilization: float = 0.5,
         cache_dir: Path | None = None,
+        max_model_len: int | None = None,
     ) -> "VLLMEngine":
         """A zoo model or checkpoint path; stop on ``<|im_end|>`` and the generation config's eos ids."""
-        import_vllm()  # fail before touching the checkpoint when vLLM is missing
+        vllm = import_vllm()  # fail before touching the checkpoint when vLLM is missing
         from transformers import AutoConfig, GenerationConfig
 
         from services.agent.chat_format import end_of_turn_id
-        from services.models.loading import load_tokenizer
+        from services.models.loading import load_tokenizer, torch_dtype
         from services.models.registry import resolve_model_dir
 
         path = resolve_model_dir(reference, cache_dir)
@@ -153,14 +206,27 @@ class VLLMEngine(GenerationEngine):
         eos = GenerationConfig.from_model_config(config).eos_token_id
         eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         stop = list(dict.fromkeys([end_of_turn_id(load_tokenizer(reference, cache_dir)), *eos_ids]))
-        return cls(
+        shapes = checkpoint_shapes(path)
+        weights_dtype = None  # published weights are written as they come unless the engine's dtype is known
+        match dtype:
+            case "float32" | "bfloat16" | "float16":
+                weights_dtype = torch_dtype(dtype)
+        kwargs = llm_kwargs(
             path,
-            stop_token_ids=stop,
-            vocab_size=config.vocab_size,
-            max_positions=config.max_position_embeddings,
             dtype=dtype,
             seed=seed,
             gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+        )
+        return cls(
+            vllm.LLM(**kwargs),
+            vllm.SamplingParams,
+            stop_token_ids=stop,
+            vocab_size=int(config.vocab_size),
+            checkpoint_weights=shapes,
+            tied_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+            weights_dtype=weights_dtype,
+            seed=seed,
         )
 
     @property
@@ -173,22 +239,63 @@ class VLLMEngine(GenerationEngine):
 
     @property
     def max_positions(self) -> int:
-        return self._max_positions
+        """The engine's own context (``max_model_len``), which vLLM may have set below the model's."""
+        return int(self._llm.model_config.max_model_len)
+
+    def _check_usable(self) -> None:
+        if self._broken is not None:
+            raise EngineBrokenError(f"the vLLM engine is unusable: {self._broken}; restart the worker")
+
+    def _broke(self, error: EngineBrokenError) -> EngineBrokenError:
+        self._broken = str(error)
+        return error
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
+        self._check_usable()
         validate_prompts(prompts, self._vocab_size)
+        check_temperature(params.temperature)
+        limit = self.max_positions
+        too_long = [i for i, prompt in enumerate(prompts) if not prompt_fits(len(prompt), limit)]
+        if too_long:
+            raise InputError(
+                f"prompts {too_long[:5]} leave no room for a response in the engine's context of {limit}"
+            )
         seed = params.seed if params.seed is not None else self._seed + self._calls
         self._calls += 1
-        sampling = [
-            self._vllm.SamplingParams(**sampling_kwargs(params, self._stop, seed, i))
-            for i in range(len(prompts))
-        ]
-        outputs = self._llm.generate(token_prompts(prompts), sampling, use_tqdm=False)
+        try:
+            sampling = [
+                self._sampling_params(**sampling_kwargs(params, self._stop, seed, i))
+                for i in range(len(prompts))
+            ]
+            outputs = self._llm.generate(token_prompts(prompts), sampling, use_tqdm=False)
+        except Exception as exc:
+            error = translate(exc, "vLLM generate")
+            raise (self._broke(error) if isinstance(error, EngineBrokenError) else error) from exc
         return [generation_from_output(o) for o in outputs]
 
     def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
+        """Load a full state dict (Hugging Face names; a tied ``lm_head.weight`` may be absent).
+
+        A state dict that does not fit is refused before anything is loaded (InputError, old
+        weights and version kept); a load that fails in vLLM breaks the engine.
+        """
+        self._check_usable()
         new_version = next_version(self._version, version)
-        weights = [(name, tensor.detach().cpu()) for name, tensor in state_dict.items()]
-        self._llm.collective_rpc(RELOAD_METHOD, args=(weights,))
-        self._llm.reset_prefix_cache()
+        check_weights_fit(shapes_of(state_dict), self._checkpoint, self._optional)
+        weights = {name: t for name, t in state_dict.items() if name in self._checkpoint}
+        itemsize = self._dtype.itemsize if self._dtype is not None else None
+        size = sum(t.numel() * (itemsize or t.element_size()) for t in weights.values())
+        update = write_weights(weights, staging_dir(size, self._staging), new_version, self._dtype)
+        try:
+            replies = self._llm.collective_rpc(RELOAD_METHOD, args=(update.model_dump(),))
+        except Exception as exc:
+            raise self._broke(EngineBrokenError(f"vLLM weight reload failed: {exc}")) from exc
+        finally:
+            Path(update.path).unlink(missing_ok=True)
+        try:
+            load_reports(replies, new_version)
+        except EngineBrokenError as exc:
+            raise self._broke(exc) from None
+        if self._llm.reset_prefix_cache() is False:
+            raise self._broke(EngineBrokenError("vLLM could not reset its prefix cache after a reload"))
         self._version = new_version

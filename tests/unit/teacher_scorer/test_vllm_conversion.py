@@ -1,13 +1,14 @@
 """The vLLM engine's request building and output conversion, on fakes shaped like vLLM's objects.
 
-vLLM itself is not installable here; the fakes mirror its documented ``Logprob`` (logprob, rank,
-decoded_token) and ``RequestOutput.prompt_logprobs`` (None, then one dict per prompt token holding
-the top-K plus the actual token). They are filled from the real teacher's full distribution, so
-the converted scores must equal a direct forward.
+vLLM needs a GPU to run; the fakes mirror its ``Logprob`` (logprob, rank, decoded_token) and
+``RequestOutput.prompt_logprobs`` (None, then one dict per prompt token holding the top-K plus the
+actual token). They are filled from the real teacher's full distribution, so the converted scores
+must equal a direct forward. tests/unit/vllm_api checks the same code against vLLM's own classes.
 """
 
 import importlib.util
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -40,8 +41,9 @@ class FakeRequestOutput:
 class FakeLLM:
     """Answers ``generate`` as vLLM would, from a transformers model's full log-softmax."""
 
-    def __init__(self, model):
+    def __init__(self, model, max_model_len=257):
         self.model = model
+        self.model_config = SimpleNamespace(max_model_len=max_model_len)
         self.calls = []
 
     def generate(self, prompts, params, use_tqdm=True):
@@ -78,8 +80,8 @@ def test_prompts_are_token_id_prompts():
 
 def test_engine_over_vllm_shaped_output_equals_direct_forward(teacher_model, make_rows, check_scores):
     llm = FakeLLM(teacher_model)
-    engine = VllmEngine(llm, FakeSamplingParams, vocab_size=512, max_context=256, max_logprobs=64)
-    assert engine.schedules_own_batches and engine.max_top_k == 64
+    engine = VllmEngine(llm, FakeSamplingParams, vocab_size=512, max_logprobs=64)
+    assert engine.schedules_own_batches and engine.max_top_k == 64 and engine.max_context == 256
     rows = make_rows(seed=4, lengths=[12, 3, 30])
     scored = engine.score(rows, 5)
     prompts, params = llm.calls[0]
@@ -109,9 +111,7 @@ def test_tail_entropy_formula_and_exactness():
 
 def test_with_the_full_vocabulary_returned_entropy_is_exact(teacher_model, check_scores):
     row = ScoreRow(np.array([5, 77, 300, 12, 9]), np.array([1, 2, 3, 4]))
-    engine = VllmEngine(
-        FakeLLM(teacher_model), FakeSamplingParams, vocab_size=512, max_context=256, max_logprobs=512
-    )
+    engine = VllmEngine(FakeLLM(teacher_model), FakeSamplingParams, vocab_size=512, max_logprobs=512)
     check_scores(row, engine.score([row], 512)[0], 512, atol=1e-4)
 
 
