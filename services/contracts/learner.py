@@ -57,6 +57,29 @@ class LearnerBatch(Contract):
     samples: list[LearnerSample] = Field(min_length=1)
 
 
+class LearnerShard(Contract):
+    """One rank's share of a step: its samples and their indices in the step's batch.  # orchestrator -> learner
+
+    A rank may get no sample (fewer trajectories than ranks); it still joins the step's collectives.
+    """
+
+    step: int = Field(ge=1)
+    samples: list[LearnerSample]
+    sample_ids: list[NonNegInt] = Field(description="Index in the step's batch of each sample, ascending.")
+
+    @model_validator(mode="after")
+    def _ids_aligned(self) -> "LearnerShard":
+        if len(self.sample_ids) != len(self.samples):
+            raise ValueError(f"{len(self.sample_ids)} sample ids for {len(self.samples)} samples")
+        if any(b <= a for a, b in zip(self.sample_ids, self.sample_ids[1:], strict=False)):
+            raise ValueError("sample_ids must be strictly ascending")
+        return self
+
+
+class LearnerStop(Contract):
+    """The orchestrator closes the learner: each rank returns from its loop.  # orchestrator -> learner"""
+
+
 class LearnerStepResult(Contract):
     """Outcome of one optimizer step (learner -> orchestrator), with the per-turn statistics the controller and diagnose use."""
 
@@ -107,3 +130,7 @@ class LearnerCheckpointed(Contract):
 
     rank: NonNegInt
     step: int = Field(ge=1)
+
+
+# What a rank's inbox carries.  # orchestrator -> learner
+LearnerInboxMessage = LearnerShard | LearnerCheckpointRequest | LearnerStop

@@ -20,7 +20,9 @@ from services.contracts.learner import (
     LearnerCheckpointRequest,
     LearnerRankResult,
     LearnerReady,
+    LearnerShard,
     LearnerStepResult,
+    LearnerStop,
 )
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
@@ -114,7 +116,7 @@ class Learner:
         """Run one optimizer step; return the merged result and the ObjectRef of the new weights."""
         shards = shard_by_tokens([len(s.token_ids) for s in batch.samples], self.world)
         for inbox, ids in zip(self.inboxes, shards, strict=True):
-            inbox.put((batch.model_copy(update={"samples": [batch.samples[i] for i in ids]}), ids))
+            inbox.put(LearnerShard(step=batch.step, samples=[batch.samples[i] for i in ids], sample_ids=ids))
         parts = [self._get(LearnerRankResult) for _ in range(self.world)]
         results: list[LearnerRankResult] = [p[0] for p in parts]
         weights_ref = next(ref for res, ref in parts if res.rank == 0)
@@ -155,7 +157,7 @@ class Learner:
             return
         self._closed = True
         for inbox in self.inboxes:
-            inbox.put(None)
+            inbox.put(LearnerStop())
         self._thread.join(timeout=120)
         for q in [*self.inboxes, self.outbox]:
             q.shutdown()

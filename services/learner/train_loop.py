@@ -5,8 +5,9 @@ Each rank reads its shard of step k from its own queue and, for each of the step
 micro-batches (loss scaled by the world size and the mini-batch count: FSDP averages gradients
 across ranks while the objective is a sum over the global batch), clips and steps; then it
 publishes the full weights (rank 0: ``ray.put``). It checkpoints every ``checkpoint_every`` steps,
-and when the orchestrator asks (``LearnerCheckpointRequest``, before it replaces the learner). On
-start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
+and when the orchestrator asks (``LearnerCheckpointRequest``, before it replaces the learner). Its
+inbox carries typed messages (``LearnerInboxMessage``: a ``LearnerShard``, a checkpoint request or
+``LearnerStop``). On start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
 so the orchestrator sends nothing twice.
 """
 
@@ -25,12 +26,14 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from services.contracts.learner import (
-    LearnerBatch,
     LearnerCheckpointed,
     LearnerCheckpointRequest,
     LearnerRankResult,
     LearnerReady,
+    LearnerShard,
+    LearnerStop,
 )
+from services.errors import ConflictError
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp
 from services.learner.objective import (
@@ -83,37 +86,37 @@ def train_loop(config: dict[str, Any]) -> None:
     checkpointed = resumed_step  # step of the latest checkpoint on disk
 
     while True:
-        message = inbox.get()
-        if message is None:
-            return
-        if isinstance(message, LearnerCheckpointRequest):
-            if message.step != checkpointed:
-                full = _full_weights(model)  # a collective: every rank calls it
-                _checkpoint(model, optim, message.step, settings, run_dir, base_model, full)
-                checkpointed = message.step
-            outbox.put((LearnerCheckpointed(rank=rank, step=message.step), None))
-            continue
-        batch: LearnerBatch
-        batch, sample_ids = message
-        result, weights = _step(model, optim, batch, sample_ids, settings, device, world)
-        if result.step % settings.learner.checkpoint_every == 0 or result.step == settings.optim.steps:
-            _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
-            checkpointed = result.step
-        ref = ray.put(weights) if rank == 0 else None
-        outbox.put((result, ref))
+        match inbox.get():
+            case LearnerStop():
+                return
+            case LearnerCheckpointRequest(step=step):
+                if step != checkpointed:
+                    full = _full_weights(model)  # a collective: every rank calls it
+                    _checkpoint(model, optim, step, settings, run_dir, base_model, full)
+                    checkpointed = step
+                outbox.put((LearnerCheckpointed(rank=rank, step=step), None))
+            case LearnerShard() as shard:
+                result, weights = _step(model, optim, shard, settings, device, world)
+                last = result.step == settings.optim.steps
+                if result.step % settings.learner.checkpoint_every == 0 or last:
+                    _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
+                    checkpointed = result.step
+                ref = ray.put(weights) if rank == 0 else None
+                outbox.put((result, ref))
+            case other:
+                raise ConflictError(f"learner rank {rank}: unexpected inbox message {type(other).__name__}")
 
 
 def _step(
     model: torch.nn.Module,
     optim: torch.optim.Optimizer,
-    batch: LearnerBatch,
-    sample_ids: list[int],
+    shard: LearnerShard,
     settings: TurnOPDSettings,
     device: torch.device,
     world: int,
 ) -> tuple[LearnerRankResult, dict[str, torch.Tensor] | None]:
     """One step: ``[optim] mini_batches`` updates, each over its share of the step's trajectories."""
-    samples = batch.samples
+    samples, sample_ids = shard.samples, shard.sample_ids
     kl_by_sample: list[torch.Tensor] = [torch.empty(0)] * len(samples)
     weighted, kl_sum, tokens = 0.0, 0.0, 0
     forward_backward_s, optimizer_s, grad_norms = 0.0, 0.0, []
@@ -153,7 +156,7 @@ def _step(
     weights = _full_weights(model)
     optimizer_s += time.perf_counter() - t2
     result = LearnerRankResult(
-        step=batch.step,
+        step=shard.step,
         rank=dist.get_rank(),
         sample_ids=sample_ids,
         turn_stats=[turn_stats(s, kl) for s, kl in zip(samples, kl_by_sample, strict=True)],

@@ -2,7 +2,13 @@ import numpy as np
 import pytest
 
 from services.contracts.arrays import PackedArray
-from services.contracts.learner import LearnerSample
+from services.contracts.learner import (
+    LearnerCheckpointRequest,
+    LearnerInboxMessage,
+    LearnerSample,
+    LearnerShard,
+    LearnerStop,
+)
 from services.contracts.records import TrajectoryTurnStats
 
 
@@ -28,3 +34,29 @@ def test_entropy_length_must_match_turns():
         TrajectoryTurnStats(
             turn_tokens=[1, 2], turn_kl_sum=[0.1, 0.2], success=True, truncated=False, turn_entropy_sum=[1.0]
         )
+
+
+def test_shard_names_the_batch_index_of_each_sample():
+    shard = LearnerShard(step=3, samples=[sample(), sample()], sample_ids=[0, 4])
+    assert (shard.step, shard.sample_ids) == (3, [0, 4])
+    assert LearnerShard(step=3, samples=[], sample_ids=[]).samples == []  # a rank without a trajectory
+    with pytest.raises(ValueError, match="1 sample ids for 2 samples"):
+        LearnerShard(step=3, samples=[sample(), sample()], sample_ids=[0])
+    with pytest.raises(ValueError, match="strictly ascending"):
+        LearnerShard(step=3, samples=[sample(), sample()], sample_ids=[4, 0])
+
+
+def test_inbox_messages_are_told_apart_by_type():
+    def kind(message: LearnerInboxMessage) -> str:
+        match message:
+            case LearnerStop():
+                return "stop"
+            case LearnerCheckpointRequest(step=step):
+                return f"checkpoint {step}"
+            case LearnerShard(step=step, sample_ids=ids):
+                return f"step {step} samples {ids}"
+            case _:
+                raise AssertionError(message)
+
+    messages = [LearnerShard(step=2, samples=[sample()], sample_ids=[1]), LearnerCheckpointRequest(step=2)]
+    assert [kind(m) for m in [*messages, LearnerStop()]] == ["step 2 samples [1]", "checkpoint 2", "stop"]
