@@ -16,6 +16,7 @@ from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
 from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
+from services.settings.pipeline import PipelineSettings
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.section import Section
@@ -167,6 +168,7 @@ class TurnOPDSettings(BaseSettings):
     blend: BlendSettings = Field(default_factory=BlendSettings)
     optim: OptimSettings = Field(default_factory=OptimSettings)
     rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     diagnostics: DiagnosticsSettings = Field(default_factory=DiagnosticsSettings)
     controller: ControllerSettings = Field(default_factory=ControllerSettings)
