@@ -17,7 +17,7 @@ class TeacherLimits:
     """What the loaded teacher accepts."""
 
     vocab_size: int
-    max_context: int  # the model's context
+    max_context: int  # the engine's longest sequence (vLLM: one below its max_model_len)
     token_budget: int  # padded tokens of one forward pass
     max_top_k: int  # the vocabulary, or less where the engine caps it (vLLM's max_logprobs)
 
