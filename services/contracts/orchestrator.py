@@ -13,6 +13,15 @@ class StepTimes(Contract):
     learner_s: FiniteFloat = Field(ge=0.0)
     other_s: FiniteFloat = Field(ge=0.0, description="Controller, weight publishing, bookkeeping.")
     total_s: FiniteFloat = Field(ge=0.0)
+    teacher_busy_s: FiniteFloat | None = Field(
+        None,
+        ge=0.0,
+        description="Seconds a teacher request of this step was in flight (None: not recorded). With "
+        "[pipeline] stream_teacher part of it overlaps the rollouts, and teacher_s is only the tail.",
+    )
+    teacher_overlap_s: FiniteFloat | None = Field(
+        None, ge=0.0, description="Of teacher_busy_s, the seconds while the step's rollouts still played."
+    )
 
 
 class StepMetrics(Contract):

@@ -1,11 +1,13 @@
 """One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest.
 
-Every collaborator is passed in (controller client, rollout pool, teacher client, learner), so the
-same function runs on the embedded default and on a cluster.
+With ``[pipeline] stream_teacher`` the teacher scores each rollout chunk as soon as the pool hands it
+over, while the step's other chunks still play; the learner still gets the whole batch, in the same
+order. Every collaborator is passed in (controller client, rollout pool, teacher client, learner),
+so the same function runs on the embedded default and on a cluster.
 """
 
-import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,17 +15,25 @@ from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.orchestrator import StepMetrics, StepTimes
 from services.contracts.rollout import EpisodeTask, RolloutResult
+from services.contracts.trajectory import Trajectory
 from services.errors import TurnOPDError
+from services.orchestrator.busy_time import Interval, busy_seconds, overlap_seconds
 from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.step_data import learner_batch, supervised_trajectories
-from services.orchestrator.teacher_scores import teacher_scores
+from services.orchestrator.step_data import TeacherScores, learner_batch, supervised_trajectories
+from services.orchestrator.teacher_scores import ScoreStream, score_after_rollouts
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
 
 
 class RolloutPoolLike(Protocol):
     def play(
-        self, tasks: list[EpisodeTask], h_roll: int, temperature: float, weights_version: int
+        self,
+        tasks: list[EpisodeTask],
+        h_roll: int,
+        temperature: float,
+        weights_version: int,
+        *,
+        on_result: Callable[[RolloutResult], None] | None = None,
     ) -> RolloutResult: ...
 
     def publish_weights(self, weights_ref: Any, version: int) -> None: ...
@@ -51,6 +61,48 @@ class NoTrajectoriesError(TurnOPDError, RuntimeError):
     """Every episode of a step failed: there is nothing to train on."""
 
 
+@dataclass(frozen=True)
+class Played:
+    """A step's rollouts and the teacher's scores of its supervised trajectories (batch order)."""
+
+    rollout: RolloutResult
+    supervised: list[Trajectory]
+    scores: list[TeacherScores]
+    rollouts_done: float  # perf_counter when the pool returned
+    teacher_intervals: list[Interval]  # when each teacher request was in flight
+
+
+def play_and_score(
+    k: int,
+    tasks: list[EpisodeTask],
+    plan: StepPlan,
+    settings: TurnOPDSettings,
+    pool: RolloutPoolLike,
+    teacher: TeacherHandleClient,
+) -> Played:
+    """Play step k's tasks and score them: after the rollouts, or streamed while they play."""
+    temperature, top_k = settings.rollout.temperature, settings.distill.distill_topk
+    if not settings.pipeline.stream_teacher:
+        rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version)
+        done = _played(k, tasks, rollout)
+        supervised = supervised_trajectories(rollout.trajectories)
+        scores, intervals = score_after_rollouts(teacher, supervised, top_k)
+        return Played(rollout, supervised, scores, done, intervals)
+    with ScoreStream(teacher, top_k) as stream:
+        rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version, on_result=stream.submit)
+        done = _played(k, tasks, rollout)
+        supervised = supervised_trajectories(rollout.trajectories)
+        scores = stream.collect(supervised)
+    return Played(rollout, supervised, scores, done, stream.intervals)
+
+
+def _played(k: int, tasks: list[EpisodeTask], rollout: RolloutResult) -> float:
+    """When the rollouts ended; NoTrajectoriesError if no episode was played."""
+    if not rollout.trajectories:
+        raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
+    return time.perf_counter()
+
+
 def run_step(
     k: int,
     tasks: list[EpisodeTask],
@@ -65,13 +117,10 @@ def run_step(
     t0 = time.perf_counter()
     plan = controller.plan(k)
     t1 = time.perf_counter()
-    rollout = pool.play(tasks, plan.h_roll, settings.rollout.temperature, plan.weights_version)
-    if not rollout.trajectories:
-        raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
-    t2 = time.perf_counter()
-    supervised = supervised_trajectories(rollout.trajectories)
-    scores = asyncio.run(teacher_scores(teacher, supervised, settings.distill.distill_topk))
-    batch = learner_batch(plan, supervised, scores, settings.blend.min_floor, settings.blend.min_frac)
+    played = play_and_score(k, tasks, plan, settings, pool, teacher)
+    rollout, t2 = played.rollout, played.rollouts_done
+    blend = settings.blend
+    batch = learner_batch(plan, played.supervised, played.scores, blend.min_floor, blend.min_frac)
     t3 = time.perf_counter()
     result, weights_ref = learner.step(batch)
     t4 = time.perf_counter()
@@ -86,6 +135,8 @@ def run_step(
         learner_s=t4 - t3,
         other_s=(t1 - t0) + (t5 - t4),
         total_s=t5 - t0,
+        teacher_busy_s=busy_seconds(played.teacher_intervals),
+        teacher_overlap_s=overlap_seconds(played.teacher_intervals, (t1, t2)),
     )
     metrics = StepMetrics(
         step=k,

@@ -1,122 +1,44 @@
 """One step over fake services (no Ray): what the learner receives, what is logged, what is published."""
 
-import numpy as np
-import pytest
+import asyncio
+import time
 
-from services.contracts.controller import ProbeStats, StepDecision, StepPlan
-from services.contracts.learner import LearnerBatch, LearnerStepResult
-from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
-from services.contracts.rollout import EpisodeTask, RolloutResult
-from services.contracts.trajectory import Trajectory, TurnRecord
+import pytest
+from step_fakes import TASKS, TOP_K, FakeController, FakeLearner, FakePool, FakeTeacher
+
 from services.orchestrator.step import NoTrajectoriesError, run_step
 from services.settings.tree import TurnOPDSettings
-from services.teacher_scorer.engine import RowScores
-
-TOP_K = 2
 
 
-def trajectory(episode_id, spans):
-    turns = [
-        TurnRecord(index=i, response_start=a, response_end=b, action="go", accepted=True, observation="o")
-        for i, (a, b) in enumerate(spans)
-    ]
-    n = sum(b - a for a, b in spans)
-    return Trajectory(
-        episode_id=episode_id, env="alfworld", split="train", token_ids=list(range(12)), turns=turns,
-        sampler_logprobs=[-0.5] * n, reward=1.0, success=episode_id == "a", truncated=False, weights_version=3,
-    )  # fmt: skip
+def settings(stream_teacher=False):
+    return TurnOPDSettings.model_validate(
+        {
+            "distill": {"distill_topk": TOP_K},
+            "blend": {"min_floor": 1},
+            "pipeline": {"stream_teacher": stream_teacher},
+        }
+    )
 
 
-TRAJECTORIES = [
-    trajectory("a", [(2, 4), (6, 7)]),
-    trajectory("b", [(3, 3)]),  # nothing to supervise
-    trajectory("c", [(1, 2)]),
-    trajectory("d", [(2, 5)]),
-]
-TASKS = [EpisodeTask(env="alfworld", split="train", seed=i) for i in range(4)]
-
-
-class FakeController:
-    def __init__(self):
-        self.ingested: list[tuple[int, ProbeStats | None]] = []
-
-    def plan(self, step):
-        return StepPlan(step=step, probe=True, h_roll=6, h_hat=3, alpha=0.5, weights_version=step - 1)
-
-    def ingest(self, step, stats):
-        self.ingested.append((step, stats))
-        return StepDecision(step=step, probe=True, h_roll=6, h_hat=3, h_bar=4.5, h_eff=1, h_cov=2, h_ctrl=2)
-
-
-class FakePool:
-    """Plays the fixed trajectories in two chunks, reporting each through ``on_result``."""
-
-    def __init__(self, trajectories=TRAJECTORIES):
-        self.trajectories = trajectories
-        self.published: list[tuple[object, int]] = []
+class SlowPool(FakePool):
+    """The second chunk finishes 0.3 s after the first."""
 
     def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
         half = len(self.trajectories) // 2
-        for part in (self.trajectories[:half], self.trajectories[half:]):
-            if on_result is not None:
-                on_result(self.result(part))
+        if on_result is not None:
+            on_result(self.result(self.trajectories[:half]))
+        time.sleep(0.3)
+        if on_result is not None:
+            on_result(self.result(self.trajectories[half:]))
         return self.result(self.trajectories)
 
-    def result(self, trajectories):
-        return RolloutResult(
-            trajectories=trajectories, failures=[], worker="rollout-pool", weights_version=3,
-            generated_tokens=sum(len(t.sampler_logprobs) for t in trajectories), wall_s=1.0,
-        )  # fmt: skip
 
-    def publish_weights(self, weights_ref, version):
-        self.published.append((weights_ref, version))
-
-
-class FakeTeacher:
-    """Top-K ids of a position are (token, token + 1); its entropy is a tenth of its index."""
-
-    def __init__(self):
-        self.requests: list[list[int]] = []
+class SlowTeacher(FakeTeacher):
+    """Each request takes 0.1 s."""
 
     async def score_rows(self, rows, top_k):
-        self.requests.append([len(r.positions_P) for r in rows])
-        out = []
-        for row in rows:
-            ids = np.stack([row.token_ids_T[row.positions_P], row.token_ids_T[row.positions_P] + 1], axis=1)
-            lps = np.full(ids.shape, -0.25, dtype=np.float32)
-            entropy = (row.positions_P / 10).astype(np.float32)
-            out.append(RowScores(ids, lps, lps[:, 0], entropy))
-        return out
-
-
-class FakeLearner:
-    def __init__(self):
-        self.batches: list[LearnerBatch] = []
-
-    def step(self, batch):
-        self.batches.append(batch)
-        stats = [
-            TrajectoryTurnStats(
-                turn_tokens=[sum(1 for t in s.turn_index if t == turn) for turn in range(s.num_turns)],
-                turn_kl_sum=[0.5] * s.num_turns,
-                success=s.success,
-                truncated=s.truncated,
-                turn_entropy_sum=s.turn_entropy_sum,
-            )
-            for s in batch.samples
-        ]
-        record = TurnStatsRecord(
-            step=batch.step, probe=batch.probe, alpha=batch.alpha, h_roll=batch.h_roll, trajectories=stats
-        )
-        result = LearnerStepResult(
-            step=batch.step, loss=0.25, mean_kl=0.5, tokens=sum(len(s.positions) for s in batch.samples),
-            grad_norm=1.0, weights_version=batch.step, turn_stats=record, forward_backward_s=0.0, optimizer_s=0.0,
-        )  # fmt: skip
-        return result, f"weights-{batch.step}"
-
-
-def settings():
-    return TurnOPDSettings.model_validate({"distill": {"distill_topk": TOP_K}, "blend": {"min_floor": 1}})
+        await asyncio.sleep(0.1)
+        return await super().score_rows(rows, top_k)
 
 
 def test_step_trains_on_the_supervised_trajectories_with_their_teacher_scores():
@@ -146,3 +68,28 @@ def test_step_trains_on_the_supervised_trajectories_with_their_teacher_scores():
 def test_step_without_trajectories_fails():
     with pytest.raises(NoTrajectoriesError, match="step 2: all 4 episodes failed"):
         run_step(2, TASKS, settings(), FakeController(), FakePool([]), FakeTeacher(), FakeLearner(), 0.0)
+
+
+def test_streamed_scoring_gives_the_learner_the_same_batch():
+    batches, requests = [], []
+    for stream in (False, True):
+        teacher, learner = FakeTeacher(), FakeLearner()
+        run_step(4, TASKS, settings(stream), FakeController(), FakePool(), teacher, learner, 0.0)
+        batches.append(learner.batches[0])
+        requests.append(teacher.requests)
+    assert batches[0] == batches[1]
+    assert requests == [[[3, 1, 3]], [[3], [1, 3]]]  # one request after the rollouts; one per chunk
+
+
+def test_streamed_scoring_overlaps_the_rollouts():
+    streamed = run_step(
+        4, TASKS, settings(True), FakeController(), SlowPool(), SlowTeacher(), FakeLearner(), 0.0
+    ).metrics.times
+    assert streamed.rollout_s >= 0.3
+    assert streamed.teacher_busy_s is not None and streamed.teacher_busy_s >= 0.2  # two requests
+    assert streamed.teacher_overlap_s is not None and streamed.teacher_overlap_s >= 0.05  # the first chunk's
+    synchronous = run_step(
+        4, TASKS, settings(False), FakeController(), SlowPool(), SlowTeacher(), FakeLearner(), 0.0
+    ).metrics.times
+    assert synchronous.teacher_busy_s is not None and synchronous.teacher_busy_s >= 0.1
+    assert synchronous.teacher_overlap_s == 0.0 and synchronous.teacher_s >= 0.1

@@ -1,0 +1,31 @@
+"""How long a service was busy during a step, from the intervals its requests were in flight (pure).
+
+An interval is ``(start, end)`` in one clock's seconds (``time.perf_counter``). Requests in flight
+at the same time count once: the busy time is the length of the intervals' union.
+"""
+
+from collections.abc import Iterable
+
+Interval = tuple[float, float]
+
+
+def merged(intervals: Iterable[Interval]) -> list[Interval]:
+    """The union of ``intervals`` as disjoint intervals, in order (empty ones left out)."""
+    out: list[Interval] = []
+    for start, end in sorted(i for i in intervals if i[1] > i[0]):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def busy_seconds(intervals: Iterable[Interval]) -> float:
+    """Length of the union of ``intervals``."""
+    return sum(end - start for start, end in merged(intervals))
+
+
+def overlap_seconds(intervals: Iterable[Interval], window: Interval) -> float:
+    """Length of the union of ``intervals`` that lies inside ``window``."""
+    low, high = window
+    return sum(max(0.0, min(end, high) - max(start, low)) for start, end in merged(intervals))
