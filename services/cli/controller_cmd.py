@@ -49,6 +49,12 @@ def replay_cmd(
     config: Annotated[
         Path | None, typer.Option(help="TOML config whose depth and optim sections give the defaults.")
     ] = None,
+    lag: Annotated[
+        int,
+        typer.Option(
+            "--lag", min=0, help="Staleness s: plan step k from the state after step k-1-s (default 0: k-1)."
+        ),
+    ] = 0,
 ) -> None:
     """Replay the controller over logged probes; print one JSON line per step 1..K."""
     settings = settings_with(
@@ -68,7 +74,7 @@ def replay_cmd(
     by_step = _index_by_step(read_jsonl(snapshots_file, ProbeStats), snapshots_file)
     total = settings.optim.steps
     # Decide everything before printing, so a bad snapshot never leaves a half-written output.
-    lines = [json.dumps(d.model_dump()) for d in replay(by_step, total, settings.depth)]
+    lines = [json.dumps(d.model_dump()) for d in replay(by_step, total, settings.depth, lag)]
     sys.stdout.write("\n".join(lines) + "\n")
     unused = unused_snapshot_steps(by_step, total, settings.depth)
     if unused:

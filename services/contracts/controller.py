@@ -1,6 +1,8 @@
 """Depth/blend controller messages and state.  # orchestrator <-> controller (and probe JSONL files)"""
 
-from pydantic import Field, model_validator
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
 
@@ -50,6 +52,25 @@ class StepDecision(Contract):
     h_eff: NonNegInt | None
     h_cov: NonNegInt
     h_ctrl: NonNegInt | None
+    planned_from: NonNegInt | None = Field(
+        None,
+        description="The last step folded into the controller state that step k's plan (its H_hat) was "
+        "made from: max(k-1-s, 0) under staleness s. None, and left out of the JSON: the synchronous "
+        "rule, step k-1 (every file written before staleness existed).",
+    )
+
+    @model_validator(mode="after")
+    def _planned_before(self) -> "StepDecision":
+        if self.planned_from is not None and self.planned_from >= self.step:
+            raise ValueError(f"step {self.step} cannot be planned from step {self.planned_from}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _synchronous_rule_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.planned_from is None:
+            data.pop("planned_from", None)
+        return data
 
 
 class StepPlan(Contract):

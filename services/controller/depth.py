@@ -12,6 +12,14 @@ Turn indices are 0-based. At step k (1-based):
     otherwise H_bar_k = H_bar_{k-1}.
     H_bar_0 = H_max, H_cov starts at 0 and keeps its last value until refreshed.
 
+Under staleness s (``[pipeline] max_staleness``: the rollouts of step k play while the learner
+still trains steps k-s..k-1), step k's applied depth comes from the state after step k-1-s:
+
+    H_hat_k = clip(round(H_bar_{max(k-1-s, 0)}) + 1, H_min, H_max)
+
+and nothing else changes: the probe schedule depends on k alone, and the EMA still folds the
+probes in step order, H_bar_k from H_bar_{k-1}. s = 0 is the rule above.
+
 ``round`` is Python's (half to even). F(H) is the empirical CDF of 0-based final-turn indices,
 so H_cov is the inverted-CDF p-quantile. With ``use_success`` the source is the successful probe
 trajectories' final turns; without it, all probe trajectories, whose final turns follow from the
@@ -89,12 +97,31 @@ def coverage_source(stats: ProbeStats, use_success: bool) -> list[int]:
     return list(stats.success_turns) if use_success else final_turns_from_survivors(stats.survivors)
 
 
-def step(state: DepthState, k: int, stats: ProbeStats | None, settings: DepthSettings) -> StepDecision:
-    """Run step k of Algorithm 1 from the state after step k-1; ``stats`` is the probe batch (probe steps)."""
+def plan_basis_step(k: int, lag: int) -> int:
+    """The step whose state plans step k under staleness ``lag``: max(k-1-lag, 0)."""
+    if lag < 0:
+        raise InputError(f"staleness must be >= 0, got {lag}")
+    return max(k - 1 - lag, 0)
+
+
+def step(
+    state: DepthState,
+    k: int,
+    stats: ProbeStats | None,
+    settings: DepthSettings,
+    basis: DepthState | None = None,
+) -> StepDecision:
+    """Run step k of Algorithm 1 from the state after step k-1; ``stats`` is the probe batch (probe steps).
+
+    ``basis``: the state step k's plan was made from under staleness (the state after step k-1-s,
+    recorded as ``planned_from``); None: ``state`` itself, the synchronous rule.
+    """
     if k != state.step + 1:
         raise InputError(f"step {k} does not follow the controller's last step {state.step}")
+    if basis is not None and basis.step > state.step:
+        raise InputError(f"step {k} cannot be planned from step {basis.step}, after step {state.step}")
     probe = is_probe_step(k, settings.warmup_steps, settings.probe_interval)
-    h_hat = applied_depth(state.h_bar, settings.min, settings.max)
+    h_hat = applied_depth((basis or state).h_bar, settings.min, settings.max)
     h_roll = settings.max if probe else h_hat
     h_bar, h_cov, h_eff, h_ctrl = state.h_bar, state.h_cov, state.h_eff, state.h_ctrl
     if probe:
@@ -107,7 +134,15 @@ def step(state: DepthState, k: int, stats: ProbeStats | None, settings: DepthSet
         h_ctrl = max(h_eff, h_cov)
         h_bar = (1.0 - settings.ema_alpha) * state.h_bar + settings.ema_alpha * h_ctrl
     return StepDecision(
-        step=k, probe=probe, h_roll=h_roll, h_hat=h_hat, h_bar=h_bar, h_eff=h_eff, h_cov=h_cov, h_ctrl=h_ctrl
+        step=k,
+        probe=probe,
+        h_roll=h_roll,
+        h_hat=h_hat,
+        h_bar=h_bar,
+        h_eff=h_eff,
+        h_cov=h_cov,
+        h_ctrl=h_ctrl,
+        planned_from=None if basis is None else basis.step,
     )
 
 

@@ -5,12 +5,14 @@ methods without adaptive depth the rest is the depth controller running in shado
 
 ``plan`` is a pure function of the state after step k-1, so asking twice (e.g. after a controller
 restart) gives the same answer; ``complete`` folds step k in exactly once: completing the step the
-state already holds returns the stored decision instead of updating twice.
+state already holds returns the stored decision instead of updating twice. Under staleness s
+(``lag``) step k is planned from the state after step max(k-1-s, 0) instead, and ``complete`` is
+given that state as the ``basis`` (``depth.py`` states the rule).
 """
 
 from collections.abc import Sequence
 
-from services.contracts.controller import ProbeStats, StepDecision, StepPlan
+from services.contracts.controller import DepthState, ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
 from services.controller import depth
 from services.controller.blend import blend_alpha
@@ -52,9 +54,27 @@ def _check_next(state: ControllerState, k: int) -> None:
         )
 
 
-def plan(state: ControllerState, k: int, settings: TurnOPDSettings) -> StepPlan:
-    """What to run at step k: probe flag, rollout depth, blend alpha, weights version to roll out with."""
-    _check_next(state, k)
+def _check_basis(state: ControllerState, k: int, lag: int) -> None:
+    """``state`` must be the state after step max(k-1-lag, 0)."""
+    if lag == 0:
+        _check_next(state, k)
+        return
+    if not 1 <= k <= state.total_steps:
+        raise InputError(f"step {k} is outside the run's steps 1..{state.total_steps}")
+    basis = depth.plan_basis_step(k, lag)
+    if state.depth.step != basis:
+        raise ConflictError(
+            f"under staleness {lag} step {k} is planned from the state after step {basis}, "
+            f"not after step {state.depth.step}"
+        )
+
+
+def plan(state: ControllerState, k: int, settings: TurnOPDSettings, lag: int = 0) -> StepPlan:
+    """What to run at step k: probe flag, rollout depth, blend alpha, weights version to roll out with.
+
+    ``state`` is the state after step max(k-1-lag, 0): after step k-1 for the synchronous step.
+    """
+    _check_basis(state, k, lag)
     cfg = settings.depth
     probe = depth.is_probe_step(k, cfg.warmup_steps, cfg.probe_interval)
     h_hat = depth.applied_depth(state.depth.h_bar, cfg.min, cfg.max)
@@ -78,15 +98,25 @@ def plan(state: ControllerState, k: int, settings: TurnOPDSettings) -> StepPlan:
 
 
 def complete(
-    state: ControllerState, k: int, stats: ProbeStats | None, settings: TurnOPDSettings
+    state: ControllerState,
+    k: int,
+    stats: ProbeStats | None,
+    settings: TurnOPDSettings,
+    basis: DepthState | None = None,
 ) -> tuple[ControllerState, StepDecision]:
-    """Fold step k into the state; ``stats`` (the uncensored probe batch) is required on probe steps."""
+    """Fold step k into the state; ``stats`` (the uncensored probe batch) is required on probe steps.
+
+    ``basis``: the depth state step k was planned from under staleness (None: ``state``'s own).
+    """
     if state.last is not None and state.last.step == k:
         return state, state.last  # already completed: idempotent retry
     _check_next(state, k)
     if stats is not None and stats.step != k:
         raise InputError(f"probe statistics are for step {stats.step}, not step {k}")
-    planned = plan(state, k, settings)
+    if basis is None:
+        planned = plan(state, k, settings)
+    else:
+        planned = plan(state.model_copy(update={"depth": basis}), k, settings, lag=k - 1 - basis.step)
     if switches(state.method).depth == "curriculum":
         # Curriculum batches are censored by design: the depth controller neither probes nor updates.
         decision = StepDecision(
@@ -98,9 +128,10 @@ def complete(
             h_eff=state.depth.h_eff,
             h_cov=state.depth.h_cov,
             h_ctrl=state.depth.h_ctrl,
+            planned_from=None if basis is None else basis.step,
         )
     else:
-        decision = depth.step(state.depth, k, stats if planned.probe else None, settings.depth)
+        decision = depth.step(state.depth, k, stats if planned.probe else None, settings.depth, basis)
         decision = decision.model_copy(update={"h_roll": planned.h_roll})
     new_state = state.model_copy(
         update={

@@ -99,3 +99,18 @@ def test_missing_file_and_bad_option(cli, tmp_path):
     assert res.code == 2 and "depth.ema_alpha" in res.err
     res = cli("controller", "replay", tmp_path / "nope.jsonl", "--steps", "x")
     assert res.code == 2 and "--steps" in res.err and len(res.err.strip().splitlines()) == 1
+
+
+def test_lag_plans_each_step_from_the_state_s_steps_older(cli, examples):
+    args = ["controller", "replay", examples / "probes.jsonl", "--steps", 40, "--h-max", 30, "--h-min", 3]
+    synchronous = cli(*args).json_lines()
+    res = cli(*args, "--lag", 2)
+    assert res.code == 0
+    rows = res.json_lines()
+    assert list(rows[0]) == [*KEYS, "planned_from"]
+    assert [r["planned_from"] for r in rows] == [max(k - 3, 0) for k in range(1, 41)]
+    assert [r["h_bar"] for r in rows] == [r["h_bar"] for r in synchronous]  # the EMA is the same
+    assert [r["h_hat"] for r in rows[3:]] != [r["h_hat"] for r in synchronous[3:]]
+    snaps = {s.step: s for s in read_jsonl(examples / "probes.jsonl", ProbeStats)}
+    assert rows == [d.model_dump() for d in replay(snaps, 40, DepthSettings(max=30, min=3), lag=2)]
+    assert cli(*args, "--lag", -1).code == 2

@@ -99,3 +99,20 @@ def test_complete_is_idempotent_and_ordered():
         schedule.complete(state1, 2, stats_for(1), settings)
     with pytest.raises(InputError, match="probe step but no probe statistics"):
         schedule.complete(state1, 2, None, settings)
+
+
+def test_under_staleness_plans_come_from_the_state_after_step_k_minus_1_minus_s():
+    settings = make_settings(steps=10, probe_interval=4, warmup_steps=2)
+    states = [schedule.initial_controller_state("r", "turnopd", settings)]  # states[j]: after step j
+    for k in range(1, 11):
+        basis = states[max(k - 2, 0)]
+        p = schedule.plan(basis, k, settings, lag=1)
+        state, d = schedule.complete(states[-1], k, stats_for(k) if p.probe else None, settings, basis.depth)
+        assert (d.h_hat, d.h_roll, d.planned_from) == (p.h_hat, p.h_roll, max(k - 2, 0))
+        states.append(state)
+    live = [s.last for s in states[1:]]
+    replayed = list(replay({k: stats_for(k) for k in range(1, 11)}, 10, settings.depth, lag=1))
+    assert live == replayed
+    assert [d.h_hat for d in live] != [d.h_hat for d in run(settings, 10)[2]]  # the lag shows
+    with pytest.raises(ConflictError, match="planned from the state after step 1, not after step 2"):
+        schedule.plan(states[2], 3, settings, lag=1)
