@@ -14,8 +14,9 @@ from services.learner.objective import (
 )
 
 
-def independent_loss(model, batch):
+def independent_loss(model, batch, clip_ratio=(0.9, 9.0)):
     """Per sample, no padding: sum_i w_i * clip(r_i) * KL_tail(student || teacher top-K)."""
+    low, high = clip_ratio
     total = torch.zeros(())
     for s in batch.samples:
         logits = model(input_ids=torch.tensor([s.token_ids])).logits[0]
@@ -27,7 +28,9 @@ def independent_loss(model, batch):
             ps_tail = 1 - ls.exp().sum()
             pt_tail = 1 - lt[j].exp().sum()
             kl = (ls.exp() * (ls - lt[j])).sum() + ps_tail * (ps_tail.log() - pt_tail.log())
-            ratio = torch.exp(lp[p - 1, s.token_ids[p]].detach() - s.sampler_logprobs[j]).clamp(0.1, 10.0)
+            ratio = torch.exp(lp[p - 1, s.token_ids[p]].detach() - s.sampler_logprobs[j]).clamp(
+                1 - low, 1 + high
+            )
             total = total + s.token_weights[j] * ratio * kl
     return total
 
@@ -118,3 +121,56 @@ def test_turn_stats_carry_the_samples_teacher_entropy(tiny_teacher):
     )
     assert stats.turn_entropy_sum == entropy
     assert turn_stats(sample, torch.zeros(len(sample.positions))).turn_entropy_sum is None
+
+
+def recorded_logprobs(model, sample):
+    """What a sampler playing with ``model`` records: the log-prob of each response token it drew."""
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=torch.tensor([sample.token_ids])).logits[0].float(), -1)
+    return [lp[p - 1, sample.token_ids[p]].item() for p in sample.positions]
+
+
+def test_importance_ratio_corrects_a_sampler_one_version_behind(tiny_student, tiny_teacher):
+    """Staleness: the rollouts were played with weights v-1, the learner holds v; the ratio
+    pi_v(y) / pi_{v-1}(y) comes from the log-probs the sampler recorded, clipped to [1 - low, 1 + high]."""
+    batch = make_batch(tiny_teacher, step=5)
+    sampler = AutoModelForCausalLM.from_pretrained(tiny_student)  # version v-1
+    learner = AutoModelForCausalLM.from_pretrained(tiny_student)
+    optim = torch.optim.AdamW(learner.parameters(), lr=5e-2)
+    for _ in range(3):  # version v: three updates later
+        micro_batch_loss(learner, collate(batch.samples, 0, torch.device("cpu")), "tail", (0.9, 9.0))[
+            0
+        ].backward()
+        optim.step()
+        optim.zero_grad()
+    stale = batch.model_copy(
+        update={
+            "samples": [
+                s.model_copy(update={"sampler_logprobs": recorded_logprobs(sampler, s)})
+                for s in batch.samples
+            ]
+        }
+    )
+    fresh = batch.model_copy(
+        update={
+            "samples": [
+                s.model_copy(update={"sampler_logprobs": recorded_logprobs(learner, s)})
+                for s in batch.samples
+            ]
+        }
+    )
+    clip = (0.2, 0.2)
+    loss, kl = micro_batch_loss(learner, collate(stale.samples, 0, torch.device("cpu")), "tail", clip)
+    assert loss.item() == pytest.approx(independent_loss(learner, stale, clip).item(), rel=1e-4)
+    # the lag matters: the versions disagree, and some ratios reach the clip
+    ratios = torch.exp(
+        torch.tensor([x for s in fresh.samples for x in s.sampler_logprobs])
+        - torch.tensor([x for s in stale.samples for x in s.sampler_logprobs])
+    )
+    assert (ratios > 1.2).any() and (ratios < 0.8).any()
+    weights = torch.tensor([w for s in stale.samples for w in s.token_weights])
+    unweighted_by_ratio = (weights * kl).sum().item()
+    assert loss.item() != pytest.approx(unweighted_by_ratio, rel=1e-3)
+    # without a lag (the learner's own log-probs recorded) every ratio is 1: the plain weighted KL
+    same, kl_same = micro_batch_loss(learner, collate(fresh.samples, 0, torch.device("cpu")), "tail", clip)
+    assert same.item() == pytest.approx((weights * kl_same).sum().item(), rel=1e-5)
