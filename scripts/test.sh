@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-bash scripts/setup.sh
+bash scripts/setup.sh --with-prometheus
 echo "== ruff"
 "$PY" -m ruff check services tests bench scripts deploy
 "$PY" -m ruff format --check services tests bench scripts deploy

@@ -7,11 +7,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.result_view import load_result, render_result
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.run_summary import RunSummary
 from services.errors import NotFoundError
+from services.orchestrator.run_dir import CONFIG_FILE, RunDir
 from services.orchestrator.run_summary import summarize
+from services.settings.tree import TurnOPDSettings
 
 
 def render(summary: RunSummary, console: Console) -> None:
@@ -64,4 +67,8 @@ def summary(
     if as_json:
         typer.echo(result.model_dump_json())
     else:
-        render(result, Console())
+        console = Console()
+        render(result, console)
+        if (run_dir / CONFIG_FILE).is_file():
+            settings = TurnOPDSettings.model_validate_json(RunDir(run_dir).saved_config())
+            render_result(load_result(run_dir, settings), console)

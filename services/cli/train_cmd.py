@@ -1,13 +1,22 @@
 """`turnopd train`: on-policy distillation with the TurnOPD controllers (or a baseline method)."""
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from services.cli.options import settings_with
+from services.cli.result_view import load_result, render_result
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError
 from services.models.trained_format import check_task_reminder
@@ -53,6 +62,7 @@ def train(
         run = RunDir(settings.run.run_dir)
         run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
         config_file = config
+    started = time.perf_counter()
     console = Console(stderr=True)
     from services.orchestrator.pipeline import train as run_training  # Ray loads only for this command
 
@@ -62,6 +72,8 @@ def train(
         MofNCompleteColumn(),
         TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=console,
     ) as progress:
         bar = progress.add_task("steps", total=settings.optim.steps, status="starting services")
@@ -81,4 +93,5 @@ def train(
             )
 
         run_training(settings, run, config_file, on_step, on_eval)
+    render_result(load_result(run.root, settings), Console(), wall_s=time.perf_counter() - started)
     console.print(f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl)")

@@ -120,3 +120,11 @@ def require_shipped(name: str, root: Path | None = None) -> ShippedModel:
             f"no shipped model {name!r} under {where}; shipped: {shipped_names(root) or 'none'}"
         )
     return found
+
+
+def measured_success(directory: Path) -> dict[str, Any] | None:
+    """The ``measured`` entry of the shipped artifact at ``directory``; None for any other checkpoint."""
+    if not (directory / ARTIFACT_MANIFEST).is_file():
+        return None
+    measured = read_artifact_manifest(directory).get("measured")
+    return measured if isinstance(measured, dict) else None

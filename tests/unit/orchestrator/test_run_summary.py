@@ -67,3 +67,42 @@ def test_cli_prints_tables_and_json(tmp_path):
     assert RunSummary.model_validate(json.loads(as_json.output)).probe_steps == [1, 2, 4]
     missing = runner.invoke(build_app(), ["summary", str(tmp_path / "nope")])
     assert missing.exit_code != 0 and "metrics.jsonl not found" in str(missing.exception)
+
+
+def test_cli_shows_the_result_against_a_shipped_teacher_measured_on_the_same_games(tmp_path, monkeypatch):
+    from services.models import shipped
+    from services.settings.tree import TurnOPDSettings
+
+    root = tmp_path / "artifacts"
+    (root / "tutor").mkdir(parents=True)
+    (root / "tutor" / "config.json").write_text("{}")
+    settings = TurnOPDSettings.model_validate(
+        {
+            "models": {"teacher": "tutor", "cache_dir": str(tmp_path / "cache")},
+            "eval": {"episodes": 30, "seed": 0},
+        }
+    )
+    measured = {
+        "env": settings.rollout.env, "split": "valid_unseen", "games": 30, "n": settings.eval.val_n,
+        "temperature": settings.eval.val_temperature, "max_turns": settings.rollout.max_turns, "seed": 0,
+        "success_rate": 0.6, "episodes": 30, "command": "turnopd eval --model tutor",
+    }  # fmt: skip
+    files = {"config.json": shipped.file_sha256(root / "tutor" / "config.json")}
+    manifest = {"format": shipped.ARTIFACT_FORMAT, "files": files, "measured": measured, "recipe": ["x"]}
+    (root / "tutor" / shipped.ARTIFACT_MANIFEST).write_text(json.dumps(manifest))
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", root)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(settings.model_dump_json())
+    (run / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in RUN))
+    (run / "eval.jsonl").write_text(
+        evaluation(0, 0.1).model_dump_json() + "\n" + evaluation(4, 0.3).model_dump_json() + "\n"
+    )
+    shown = CliRunner().invoke(build_app(), ["summary", str(run)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    row = next(line for line in lines if "teacher, same games" in line)
+    assert "60.0%" in row and "30" in row
+    assert "50%" in next(line for line in lines if "student / teacher" in line)  # 0.3 / 0.6
+    assert "H_hat after each of the 4 steps: 40 12 12 9" in shown.output
+    assert "turnopd eval --model tutor" in shown.output
