@@ -130,7 +130,8 @@ def serve_on_free_port(ray_session):
 
 
 @pytest.mark.skipif(
-    shutil.which("prometheus") is None, reason="no prometheus binary: run scripts/setup.sh --with-prometheus as root"
+    shutil.which("prometheus") is None,
+    reason="no prometheus binary: run scripts/setup.sh --with-prometheus as root",
 )
 def test_prometheus_sees_the_controller_horizon_of_a_real_run(serve_on_free_port, tmp_path):
     driver, gateway = free_loopback_port(), free_loopback_port()

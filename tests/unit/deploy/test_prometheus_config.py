@@ -41,7 +41,8 @@ def test_local_jobs_scrape_the_default_ports_on_loopback():
 
 
 @pytest.mark.skipif(
-    shutil.which("promtool") is None, reason="promtool not installed (scripts/setup.sh --with-prometheus installs it)"
+    shutil.which("promtool") is None,
+    reason="promtool not installed (scripts/setup.sh --with-prometheus installs it)",
 )
 def test_promtool_accepts_the_local_config():
     result = subprocess.run(["promtool", "check", "config", str(LOCAL)], capture_output=True, text=True)
