@@ -13,24 +13,38 @@ adapter and by `turnopd serve webshop` (the project's own server over the genera
     GET  /                           -> "ok"
 """
 
+from typing import Annotated
+
 from pydantic import Field
 
-from services.contracts.base import Contract
+from services.contracts.base import Contract, JsonInt, JsonNonNegInt
 
 
 class ResetQuery(Contract):
     """Load a goal into an env."""
 
     # env_gateway (remote webshop adapter) -> webshop server
-    env_idx: int = Field(description="The env, as /create returned it.")
-    session_id: int | None = Field(None, ge=0, description="Goal id; null draws one.")
+    env_idx: JsonInt = Field(description="The env, as /create returned it.")
+    session_id: JsonNonNegInt | None = Field(None, description="Goal id; null draws one.")
+
+
+# webshop server -> env_gateway (remote webshop adapter)
+ResetResponse = Annotated[
+    list[str | None],
+    Field(
+        min_length=2,
+        max_length=2,
+        description="[observation, null]. A two-item array rather than an OpenAPI 3.1 tuple "
+        "(`prefixItems`), which client generators and validators (schemathesis 4.32) misread.",
+    ),
+]
 
 
 class StepQuery(Contract):
     """Play one action (search[...] or click[...]); an impossible one changes nothing."""
 
     # env_gateway (remote webshop adapter) -> webshop server
-    env_idx: int = Field(description="The env, as /create returned it.")
+    env_idx: JsonInt = Field(description="The env, as /create returned it.")
     action: str = Field(description="search[<keywords>] or click[<button>].")
 
 
@@ -63,7 +77,7 @@ class StateResponse(Contract):
 
 class CloseQuery(Contract):
     # env_gateway (remote webshop adapter) -> webshop server
-    env_idx: int
+    env_idx: JsonInt
 
 
 class CloseResponse(Contract):

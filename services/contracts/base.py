@@ -2,13 +2,30 @@
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic_core import PydanticCustomError
 
 # Finite floats only: NaN or inf in a statistic is a bug upstream, never a value to carry along.
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 NonNegInt = Annotated[int, Field(ge=0)]
 TokenId = Annotated[int, Field(ge=0)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def _integer_not_bool_or_text(value: object) -> object:
+    if isinstance(value, bool | str | bytes):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+# Fields of request bodies parse as their JSON Schema reads them: an integer is 3 or 3.0, never
+# true, "3" or 3.5; a boolean is true or false, never 0 or "yes". (Pydantic's lax mode takes true
+# and "3" for integers and 0 for booleans; its strict mode refuses 3.0.) Bounds go before the
+# validator: after it, the JSON schema would carry them as a non-standard `ge`, not `minimum`.
+JsonInt = Annotated[int, BeforeValidator(_integer_not_bool_or_text)]
+JsonNonNegInt = Annotated[int, Field(ge=0), BeforeValidator(_integer_not_bool_or_text)]
+JsonPositiveInt = Annotated[int, Field(ge=1), BeforeValidator(_integer_not_bool_or_text)]
+JsonBool = Annotated[bool, Strict()]
 
 
 class Contract(BaseModel):

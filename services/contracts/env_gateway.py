@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from services.contracts.base import Contract
+from services.contracts.base import Contract, JsonBool, JsonNonNegInt
 
 EnvName = Literal["alfworld", "textworld", "search", "webshop"]
 Split = Literal["train", "valid_unseen"]
@@ -26,9 +26,11 @@ class EpisodeCreate(Contract):
     # rollout_worker -> env_gateway
     env: EnvName = Field(description="Env backend.")
     split: Split = Field(description="Game pool: `train` or the held-out `valid_unseen` layouts.")
-    seed: int | None = Field(None, ge=0, description="Picks the game deterministically; null draws one.")
+    seed: JsonNonNegInt | None = Field(None, description="Picks the game deterministically; null draws one.")
     task_type: str | None = Field(None, min_length=1, description="Restrict to one task type (see /v1/envs).")
-    expert: bool = Field(False, description="Also return the expert policy's next action after every turn.")
+    expert: JsonBool = Field(
+        False, description="Also return the expert policy's next action after every turn."
+    )
 
 
 class EpisodeStart(Contract):

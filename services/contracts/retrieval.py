@@ -11,7 +11,7 @@ ignore unknown fields instead of refusing them.
 
 from pydantic import ConfigDict, Field
 
-from services.contracts.base import Contract
+from services.contracts.base import Contract, JsonBool, JsonPositiveInt
 
 
 class RetrieveRequest(Contract):
@@ -19,8 +19,8 @@ class RetrieveRequest(Contract):
 
     # env_gateway (search env) -> retrieval server
     queries: list[str] = Field(min_length=1, description="Queries, answered in order.")
-    topk: int | None = Field(None, ge=1, description="Passages per query (null: the server's default).")
-    return_scores: bool = Field(False, description="Wrap each document with its retrieval score.")
+    topk: JsonPositiveInt | None = Field(None, description="Passages per query (null: the server's default).")
+    return_scores: JsonBool = Field(False, description="Wrap each document with its retrieval score.")
 
 
 class RetrievedDocument(Contract):

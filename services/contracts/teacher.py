@@ -1,20 +1,28 @@
 """Teacher top-K scoring.  # orchestrator/rollout_worker -> teacher_scorer -> orchestrator"""
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from services.contracts.base import Contract, FiniteFloat, NonNegInt, TokenId
+from services.contracts.base import (
+    Contract,
+    FiniteFloat,
+    JsonNonNegInt,
+    JsonPositiveInt,
+    NonNegInt,
+    TokenId,
+)
 
 INT32_BYTES = 4
 FLOAT32_BYTES = 4
 
 
 class ScoreSequence(Contract):
-    """A token sequence and the positions to score; position i scores token i given tokens [0, i)."""
+    """A token sequence and the positions to score; position i scores token i given tokens [0, i),
+    so every position lies in [1, len(token_ids)) (a 422 names the ones outside)."""
 
-    token_ids: list[TokenId] = Field(min_length=2)
-    positions: list[NonNegInt] = Field(min_length=1)
+    token_ids: list[JsonNonNegInt] = Field(min_length=2)
+    positions: list[JsonNonNegInt] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _positions_inside(self) -> "ScoreSequence":
@@ -26,7 +34,7 @@ class ScoreSequence(Contract):
 
 class ScoreRequest(Contract):
     sequences: list[ScoreSequence] = Field(min_length=1)
-    top_k: int = Field(50, ge=1, description="Teacher top-K support size (distill_topk).")
+    top_k: JsonPositiveInt = Field(50, description="Teacher top-K support size (distill_topk).")
 
 
 class SequenceScores(Contract):
@@ -51,6 +59,13 @@ class SequenceScores(Contract):
 
 class ScoreResponse(Contract):
     results: list[SequenceScores]
+
+
+class TeacherHealth(Contract):
+    """Liveness of one teacher replica (a broken engine answers 503 instead)."""
+
+    # teacher_scorer -> operator / Serve health checks
+    status: Literal["ok"]
 
 
 # orchestrator/rollout_worker -> teacher_scorer (Ray handle path)

@@ -6,38 +6,17 @@ With a service token every route but ``/healthz`` answers 401 without ``Authoriz
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import Depends, FastAPI
 
-from services.contracts.env_gateway import ActionRejected
 from services.env_gateway.episode_api import EpisodeAPI
-from services.env_gateway.episode_errors import (
-    ActionRejectedError,
-    EngineError,
-    EpisodeLostError,
-    GatewayBusyError,
-)
 from services.env_gateway.routes import envs, episodes, health
+from services.env_gateway.routes.errors import GATEWAY_ERRORS
 from services.env_gateway.runtime import local_runtime
-from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
 from services.http_auth import require_service_token, set_token_provider
 from services.http_validation import install_validation_handler
 from services.settings.env_gateway import EnvGatewaySettings
 
 API_VERSION = "1.0.0"
-
-# The one place where TurnOPD errors become HTTP statuses (most specific class first).
-_STATUS: tuple[tuple[type[TurnOPDError], int], ...] = (
-    (NotFoundError, 404),
-    (ConflictError, 409),
-    (EpisodeLostError, 410),
-    (InputError, 422),
-    (GatewayBusyError, 503),
-    (ConfigError, 500),
-    (EngineError, 500),
-    (TurnOPDError, 500),
-)
-
 
 EpisodeAPIFactory = Callable[[], AbstractAsyncContextManager[EpisodeAPI]]
 
@@ -68,17 +47,6 @@ def create_app(
     app.include_router(health.metrics_router, dependencies=auth)
     app.include_router(envs.router, dependencies=auth)
     app.include_router(episodes.router, dependencies=auth)
-    app.add_exception_handler(TurnOPDError, _turnopd_error)  # type: ignore[arg-type]
+    GATEWAY_ERRORS.install(app)
     install_validation_handler(app)
     return app
-
-
-async def _turnopd_error(request: Request, exc: TurnOPDError) -> JSONResponse:
-    if isinstance(exc, ActionRejectedError):
-        body = ActionRejected(
-            detail=exc.message, problems=exc.problems, admissible_actions=exc.admissible_actions
-        )
-        return JSONResponse(body.model_dump(), status_code=422)
-    code = next(code for cls, code in _STATUS if isinstance(exc, cls))
-    headers = {"Retry-After": "1"} if code == 503 else None
-    return JSONResponse({"detail": str(exc)}, status_code=code, headers=headers)

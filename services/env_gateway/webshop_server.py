@@ -1,20 +1,20 @@
 """`turnopd serve webshop`: the generated shop behind AgentGym's `agentenv_webshop` HTTP protocol
 (`services.contracts.agentgym_webshop`), so the gateway's remote adapter can be run and tested
 against a real separate server. Unknown envs answer 404, out-of-range goal ids 422, and a server
-with every env slot taken answers 503.
+with every env slot taken answers 503 (``SHOP_ERRORS``, which also documents them).
 """
 
 from typing import Annotated
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
 
 from services.contracts.agentgym_webshop import (
     AvailableActions,
     CloseQuery,
     CloseResponse,
     ResetQuery,
+    ResetResponse,
     StateResponse,
     StepQuery,
     StepResponse,
@@ -22,7 +22,17 @@ from services.contracts.agentgym_webshop import (
 from services.env_gateway.backends.webshop import load_shop
 from services.env_gateway.webshop.server_envs import ServerBusyError, ShopEnvs
 from services.errors import InputError, NotFoundError, TurnOPDError
+from services.http_responses import ErrorStatus, ErrorTable
+from services.http_validation import install_validation_handler
 from services.settings.env_gateway import EnvGatewaySettings
+
+SHOP_ERRORS = ErrorTable(
+    ErrorStatus(NotFoundError, 404, "No such env (never created, or closed)."),
+    ErrorStatus(InputError, 422, "A goal id outside the shop's goals."),
+    ErrorStatus(ServerBusyError, 503, "Every env slot is taken; close one first."),
+    ErrorStatus(TurnOPDError, 500, "The shop failed."),
+)
+_UNKNOWN_ENV = SHOP_ERRORS.responses(NotFoundError, request="params")
 
 
 def _envs(request: Request) -> ShopEnvs:
@@ -46,34 +56,34 @@ def create_app(envs: ShopEnvs) -> FastAPI:
     async def list_envs(envs: EnvsDep) -> list[int]:
         return envs.indices()
 
-    @app.post("/create")
+    @app.post("/create", responses=SHOP_ERRORS.responses(ServerBusyError))
     async def create(envs: EnvsDep) -> int:
         return envs.create()
 
-    @app.post("/reset")
-    async def reset(query: ResetQuery, envs: EnvsDep) -> tuple[str, None]:
-        return envs.reset(query.env_idx, query.session_id).observation(), None
+    @app.post("/reset", responses=SHOP_ERRORS.responses(NotFoundError, InputError, request="json"))
+    async def reset(query: ResetQuery, envs: EnvsDep) -> ResetResponse:
+        return [envs.reset(query.env_idx, query.session_id).observation(), None]
 
-    @app.post("/step")
+    @app.post("/step", responses=SHOP_ERRORS.responses(NotFoundError, request="json"))
     async def step(query: StepQuery, envs: EnvsDep) -> StepResponse:
         session = envs.get(query.env_idx)
         result = session.step(query.action)
         return StepResponse(state=session.observation(), reward=result.reward, done=result.done)
 
-    @app.get("/available_actions")
+    @app.get("/available_actions", responses=_UNKNOWN_ENV)
     async def available_actions(env_idx: int, envs: EnvsDep) -> AvailableActions:
         session = envs.get(env_idx)
         return AvailableActions(has_search_bar=session.has_search_bar, clickables=session.clickables())
 
-    @app.get("/instruction_text")
+    @app.get("/instruction_text", responses=_UNKNOWN_ENV)
     async def instruction_text(env_idx: int, envs: EnvsDep) -> str:
         return envs.get(env_idx).instruction
 
-    @app.get("/observation")
+    @app.get("/observation", responses=_UNKNOWN_ENV)
     async def observation(env_idx: int, envs: EnvsDep) -> str:
         return envs.get(env_idx).observation()
 
-    @app.get("/state")
+    @app.get("/state", responses=_UNKNOWN_ENV)
     async def state(env_idx: int, envs: EnvsDep) -> StateResponse:
         session = envs.get(env_idx)
         return StateResponse(
@@ -82,25 +92,13 @@ def create_app(envs: ShopEnvs) -> FastAPI:
             instruction_text=session.instruction,
         )
 
-    @app.post("/close")
+    @app.post("/close", responses=SHOP_ERRORS.responses(request="json"))
     async def close(query: CloseQuery, envs: EnvsDep) -> CloseResponse:
         return CloseResponse(closed=envs.close(query.env_idx))
 
-    app.add_exception_handler(TurnOPDError, _error)  # type: ignore[arg-type]
+    SHOP_ERRORS.install(app)
+    install_validation_handler(app)
     return app
-
-
-async def _error(request: Request, exc: TurnOPDError) -> JSONResponse:
-    match exc:
-        case NotFoundError():
-            code = 404
-        case InputError():
-            code = 422
-        case ServerBusyError():
-            code = 503
-        case _:
-            code = 500
-    return JSONResponse({"detail": str(exc)}, status_code=code)
 
 
 def serve_webshop(settings: EnvGatewaySettings) -> None:

@@ -3,14 +3,14 @@ BM25 index (the search env's generated encyclopedia, or any Search-R1 corpus JSO
 
 ``delay_s`` and ``fail_every`` are failure drills: they make the server slow or make every N-th
 request fail with 503, so clients' timeout and error handling can be exercised against a real
-server process.
+server process. Errors become statuses in ``RETRIEVAL_ERRORS``, which also documents them.
 """
 
 import itertools
 import time
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 
 from services.contracts.retrieval import (
     RetrievalHealth,
@@ -23,8 +23,25 @@ from services.contracts.retrieval import (
 from services.env_gateway.search.bm25_index import Bm25Retriever
 from services.env_gateway.search.dataset import corpus_path, read_corpus
 from services.env_gateway.search.retrieval import corpus_contents
+from services.errors import InputError, TurnOPDError
+from services.http_responses import ErrorStatus, ErrorTable
+from services.http_validation import install_validation_handler
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.tree import TurnOPDSettings
+
+
+class TooManyQueriesError(InputError):
+    """A request with more queries than ``retrieval_server.max_queries`` (HTTP 413)."""
+
+
+class FailureDrillError(TurnOPDError):
+    """The ``fail_every`` drill failed this request on purpose (HTTP 503)."""
+
+
+RETRIEVAL_ERRORS = ErrorTable(
+    ErrorStatus(TooManyQueriesError, 413, "More queries than the server's `max_queries` in one request."),
+    ErrorStatus(FailureDrillError, 503, "The `fail_every` failure drill failed this request; retry."),
+)
 
 
 def served_corpus(settings: TurnOPDSettings) -> Path:
@@ -43,17 +60,21 @@ def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corp
     def healthz() -> RetrievalHealth:
         return RetrievalHealth(status="ok", documents=len(retriever), corpus=corpus)
 
-    @app.post("/retrieve", response_model=RetrieveResponse | RetrieveDocumentsResponse)
+    @app.post(
+        "/retrieve",
+        response_model=RetrieveResponse | RetrieveDocumentsResponse,
+        responses=RETRIEVAL_ERRORS.responses(TooManyQueriesError, FailureDrillError, request="json"),
+    )
     def retrieve(body: RetrieveRequest) -> RetrieveResponse | RetrieveDocumentsResponse:
         number = next(requests)
         if len(body.queries) > settings.max_queries:
-            raise HTTPException(
-                413, f"{len(body.queries)} queries; at most {settings.max_queries} per request"
+            raise TooManyQueriesError(
+                f"{len(body.queries)} queries; at most {settings.max_queries} per request"
             )
         if settings.delay_s > 0:
             time.sleep(settings.delay_s)
         if settings.fail_every and number % settings.fail_every == 0:
-            raise HTTPException(503, f"failure drill: request {number} fails (every {settings.fail_every})")
+            raise FailureDrillError(f"failure drill: request {number} fails (every {settings.fail_every})")
         results = retriever.retrieve(body.queries, body.topk or settings.default_topk)
         documents = [
             [(RetrievedDocument(id=p.id, contents=corpus_contents(p.title, p.text)), p.score) for p in hits]
@@ -65,6 +86,8 @@ def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corp
             )
         return RetrieveDocumentsResponse(result=[[d for d, _ in row] for row in documents])
 
+    RETRIEVAL_ERRORS.install(app)
+    install_validation_handler(app)
     return app
 
 

@@ -2,21 +2,24 @@
 
 The app is built around a backend provider, so the same routes serve inside a Serve replica (the
 provider returns the replica's deployment object) and in-process (any object with these methods).
-Errors are translated here, once: InputError -> 422 with its message, EngineBrokenError -> 503.
-With a service token, ``/v1/score`` and ``/metrics`` answer 401 without it; ``/healthz`` stays open.
-Request bodies are parsed as JSON into ``ScoreRequest`` only.
+Errors are translated here, once, by ``TEACHER_ERRORS`` (which also documents them): InputError ->
+422 with its message, EngineBrokenError -> 503. With a service token, ``/v1/score`` and ``/metrics``
+answer 401 without it; ``/healthz`` stays open. Request bodies are parsed as JSON into
+``ScoreRequest`` only.
 """
 
 from collections.abc import Callable
 from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from services.contracts.teacher import ScoreRequest, ScoreResponse
+from services.contracts.http_errors import ErrorDetail
+from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherHealth
 from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
+from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
 from services.teacher_scorer.engine import EngineBrokenError
 
@@ -34,35 +37,55 @@ def _backend(request: Request) -> ScoreBackend:
     return provider()
 
 
+def _replica_replaced(exc: EngineBrokenError) -> ErrorDetail:
+    return ErrorDetail(detail=f"{exc}; the replica is being replaced, retry")
+
+
+TEACHER_ERRORS = ErrorTable(
+    ErrorStatus(
+        InputError,
+        422,
+        "Well-formed but not scorable by this teacher: a token id outside its vocabulary, a sequence "
+        "longer than its context, a top_k above its vocabulary.",
+    ),
+    ErrorStatus(
+        EngineBrokenError,
+        503,
+        "The engine is broken; the replica is being replaced, retry.",
+        render=_replica_replaced,
+    ),
+)
 Backend = Annotated[ScoreBackend, Depends(_backend)]
 router = APIRouter()
 _AUTH = [Depends(require_service_token)]
 
 
-@router.post("/v1/score", response_model=ScoreResponse, dependencies=_AUTH)
+@router.post(
+    "/v1/score",
+    response_model=ScoreResponse,
+    dependencies=_AUTH,
+    responses=TEACHER_ERRORS.responses(InputError, EngineBrokenError, request="json", bearer=True),
+)
 async def score(body: ScoreRequest, backend: Backend) -> Response:
     """Top-K teacher log-probs at the given positions of each sequence."""
     result = await backend.score(body)
     return Response(content=result.model_dump_json(), media_type="application/json")
 
 
-@router.get("/healthz")
-async def healthz(backend: Backend) -> dict[str, str]:
+@router.get("/healthz", response_model=TeacherHealth, responses=TEACHER_ERRORS.responses(EngineBrokenError))
+async def healthz(backend: Backend) -> TeacherHealth:
     await backend.check_health()
-    return {"status": "ok"}
+    return TeacherHealth(status="ok")
 
 
-@router.get("/metrics", dependencies=_AUTH)
+@router.get(
+    "/metrics",
+    dependencies=_AUTH,
+    response_class=Response,
+    responses=PROMETHEUS_TEXT | TEACHER_ERRORS.responses(bearer=True),
+)
 def metrics(backend: Backend) -> Response:
     return Response(content=backend.metrics_exposition(), media_type=CONTENT_TYPE_LATEST)
-
-
-async def _input_error(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(status_code=422, content={"detail": str(exc)})
-
-
-async def _engine_broken(_: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(status_code=503, content={"detail": f"{exc}; the replica is being replaced, retry"})
 
 
 def build_http_app(
@@ -73,7 +96,6 @@ def build_http_app(
     app.state.backend_provider = backend_provider
     set_token_provider(app, token_provider)
     app.include_router(router)
-    app.add_exception_handler(InputError, _input_error)
-    app.add_exception_handler(EngineBrokenError, _engine_broken)
+    TEACHER_ERRORS.install(app)
     install_validation_handler(app)
     return app

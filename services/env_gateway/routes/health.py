@@ -4,12 +4,18 @@ from fastapi import APIRouter, Response
 
 from services.contracts.env_gateway import Health
 from services.env_gateway.routes.deps import ApiDep
+from services.env_gateway.routes.errors import GATEWAY_ERRORS
+from services.http_responses import PROMETHEUS_TEXT
 
 router = APIRouter(tags=["health"])
 metrics_router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Health)
+@router.get(
+    "/healthz",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "No env worker is alive."}},
+)
 async def healthz(api: ApiDep, response: Response) -> Health:
     health = await api.health()
     if health.workers == 0:
@@ -17,6 +23,8 @@ async def healthz(api: ApiDep, response: Response) -> Health:
     return health
 
 
-@metrics_router.get("/metrics")
+@metrics_router.get(
+    "/metrics", response_class=Response, responses=PROMETHEUS_TEXT | GATEWAY_ERRORS.responses(bearer=True)
+)
 async def metrics(api: ApiDep) -> Response:
     return Response(await api.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8")
