@@ -24,6 +24,14 @@ def summary_lines(status: RunStatus, now: float | None = None) -> list[str]:
         f"last step {_num(status.last_step_s, '{:.1f}')} s, updated {age:.0f} s ago",
         f"H_hat {_num(status.h_hat)}, H_bar {_num(status.h_bar, '{:.2f}')}, alpha {_num(status.alpha, '{:.3f}')}",
     ]
+    load = status.pool_load
+    lines.append(
+        "pools busy in the last step: not recorded yet"
+        if load is None
+        else "pools busy in the last step: "
+        + ", ".join(f"{pool} {100 * share:.0f}%" for pool, share in load.busy.items())
+        + f"; two or more at once {100 * load.overlap:.0f}%; weights lag {_num(status.weights_lag)}"
+    )
     ev = status.last_eval
     lines.append(
         "last eval: none yet"

@@ -1,4 +1,4 @@
-"""`turnopd summary RUN_DIR [--json]`: a run's time split, controller depths and evaluations."""
+"""`turnopd summary RUN_DIR [--json]`: a run's time split, pool load, controller depths and evaluations."""
 
 from pathlib import Path
 from typing import Annotated
@@ -29,12 +29,24 @@ def render(summary: RunSummary, console: Console) -> None:
     for phase, time in summary.time_split.items():
         split.add_row(phase, f"{time.seconds:.1f}", f"{100 * time.share:.1f}%")
     console.print(split)
+    load = summary.pool_load
+    if load is not None:
+        pools = Table(title="How busy each pool was (share of the step time)")
+        for col in ("pool", "busy"):
+            pools.add_column(col, justify="right")
+        for pool, share in load.busy.items():
+            pools.add_row(pool, f"{100 * share:.1f}%")
+        pools.add_row("two or more at once", f"{100 * load.overlap:.1f}%")
+        console.print(pools)
     probes = set(summary.probe_steps)
     console.print("Controller, per step (P: probe at full depth):")
     console.print(
         "  h_roll " + " ".join(f"{h}{'P' if k + 1 in probes else ''}" for k, h in enumerate(summary.h_roll))
     )
     console.print("  H_hat  " + " ".join(str(h) for h in summary.h_hat))
+    if any(lag is not None for lag in summary.weights_lag):
+        lags = " ".join("-" if lag is None else str(lag) for lag in summary.weights_lag)
+        console.print(f"  lag    {lags}  (weights versions behind; 0: on-policy)")
     evals = Table(title="Evaluations (Avg@n on the validation split)")
     for col in ("after step", "episodes x n", "success", "Avg@n", "cumulative s"):
         evals.add_column(col, justify="right")

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
-from services.contracts.orchestrator import EvalRecord
+from services.contracts.orchestrator import EvalRecord, PoolLoad
 
 RESTARTABLE = (
     "rollout-worker-{i}",
@@ -89,6 +89,12 @@ class RunStatus(Contract):
     alpha: Probability | None = Field(None, description="Loss blend of the last step.")
     weights_version: NonNegInt = Field(0, description="Weights version the rollout pool holds.")
     last_step_s: FiniteFloat | None = Field(None, ge=0.0, description="Wall time of the last step.")
+    pool_load: PoolLoad | None = Field(
+        None, description="How busy each pool was during the last step (None: not recorded yet)."
+    )
+    weights_lag: NonNegInt | None = Field(
+        None, description="Versions the last step's rollout weights were behind the weights it updated."
+    )
     last_eval: EvalRecord | None = None
     services: list[ServiceStatus] = Field(default_factory=list)
     restarts: list[RestartResult] = Field(default_factory=list, description="Restarts done, oldest first.")

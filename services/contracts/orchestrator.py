@@ -16,12 +16,34 @@ class StepTimes(Contract):
     teacher_busy_s: FiniteFloat | None = Field(
         None,
         ge=0.0,
-        description="Seconds a teacher request of this step was in flight (None: not recorded). With "
+        description="Seconds of total_s a teacher request was in flight (None: not recorded). With "
         "[pipeline] stream_teacher part of it overlaps the rollouts, and teacher_s is only the tail.",
     )
     teacher_overlap_s: FiniteFloat | None = Field(
-        None, ge=0.0, description="Of teacher_busy_s, the seconds while the step's rollouts still played."
+        None,
+        ge=0.0,
+        description="Of the step's teacher requests, the seconds while its rollouts still played.",
     )
+    rollout_busy_s: FiniteFloat | None = Field(
+        None, ge=0.0, description="Seconds of total_s the rollout pool was playing (None: not recorded)."
+    )
+    learner_busy_s: FiniteFloat | None = Field(
+        None, ge=0.0, description="Seconds of total_s the learner was running an update (None: not recorded)."
+    )
+    overlap_s: FiniteFloat | None = Field(
+        None,
+        ge=0.0,
+        description="Seconds of total_s during which two or more pools (rollout, teacher, learner) were "
+        "busy at once (None: not recorded).",
+    )
+
+
+class PoolLoad(Contract):
+    """How busy each pool was over some wall time (a step, or a run's steps), as shares of it."""
+
+    wall_s: FiniteFloat = Field(ge=0.0, description="The wall time the shares are of.")
+    busy: dict[str, Probability] = Field(description="rollout, teacher, learner: share of wall_s busy.")
+    overlap: Probability = Field(description="Share of wall_s during which two or more pools were busy.")
 
 
 class StepMetrics(Contract):
@@ -48,6 +70,14 @@ class StepMetrics(Contract):
     tokens: NonNegInt = Field(description="Supervised (response) tokens trained on.")
     generated_tokens: NonNegInt
     weights_version: NonNegInt
+    rollout_weights_version: NonNegInt | None = Field(
+        None, description="Weights version the step's rollouts were played with (None: not recorded)."
+    )
+    weights_lag: NonNegInt | None = Field(
+        None,
+        description="Versions the rollouts' weights were behind the weights this step updated (step - 1): "
+        "0 is on-policy, the synchronous step; at most [pipeline] max_staleness (None: not recorded).",
+    )
     times: StepTimes
     cumulative_s: FiniteFloat = Field(
         ge=0.0, description="Sum of total_s over steps 1..k (the paper's wall time)."

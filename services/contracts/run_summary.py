@@ -3,7 +3,7 @@
 from pydantic import Field
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
-from services.contracts.orchestrator import EvalRecord
+from services.contracts.orchestrator import EvalRecord, PoolLoad
 
 
 class PhaseTime(Contract):
@@ -24,6 +24,14 @@ class RunSummary(Contract):
     h_hat: list[int] = Field(description="The controller's horizon after each step.")
     generated_tokens_per_s: FiniteFloat = Field(
         ge=0.0, description="Rollout tokens per second of rollout time."
+    )
+    pool_load: PoolLoad | None = Field(
+        None, description="Share of the steps' wall time each pool was busy (None: no step recorded it)."
+    )
+    weights_lag: list[NonNegInt | None] = Field(
+        default_factory=list,
+        description="Per step: versions the rollouts' weights were behind the weights it updated "
+        "(0: on-policy; None: not recorded).",
     )
     evals: list[EvalRecord]
     success_change: FiniteFloat | None = Field(

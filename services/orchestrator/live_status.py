@@ -13,6 +13,7 @@ import ray
 
 from services.contracts.operations import RunPhase, RunStatus, ServiceStatus
 from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.orchestrator.pool_load import pool_load
 from services.orchestrator.restarts import ServiceRestarts
 from services.orchestrator.stack import Stack
 from services.rollout_worker.actor import worker_name
@@ -136,6 +137,8 @@ class LiveRun:
                 alpha=last.alpha if last else None,
                 weights_version=self.stack.pool.weights_version,
                 last_step_s=last.times.total_s if last else None,
+                pool_load=pool_load([last.times]) if last else None,
+                weights_lag=last.weights_lag if last else None,
                 last_eval=self.last_eval,
                 services=_services(self.stack, self.restarts, self.steps_done),
                 restarts=list(self.restarts.history),

@@ -118,7 +118,6 @@ def train(
                 out.metrics,
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
                 learner=out.result,
-                rollout_weights_version=out.plan.weights_version,
             )
             exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
             live.step_done(out.metrics)

@@ -1,4 +1,4 @@
-"""Summary of a run directory's logs: time split, the controller's depths, the evaluations.
+"""Summary of a run directory's logs: time split, pool load, the controller's depths, the evaluations.
 
 Pure module: contracts in, contract out.
 """
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.run_summary import PhaseTime, RunSummary
 from services.errors import InputError
+from services.orchestrator.pool_load import pool_load
 
 PHASES = ("rollout", "teacher", "learner", "other")
 
@@ -33,6 +34,8 @@ def summarize(metrics: Sequence[StepMetrics], evals: Sequence[EvalRecord]) -> Ru
         h_roll=[m.h_roll for m in metrics],
         h_hat=[m.h_hat for m in metrics],
         generated_tokens_per_s=sum(m.generated_tokens for m in metrics) / rollout if rollout > 0 else 0.0,
+        pool_load=pool_load([m.times for m in metrics]),
+        weights_lag=[m.weights_lag for m in metrics],
         evals=ordered,
         success_change=ordered[-1].success_rate - ordered[0].success_rate if len(ordered) >= 2 else None,
     )

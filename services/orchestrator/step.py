@@ -17,7 +17,7 @@ from services.contracts.orchestrator import StepMetrics, StepTimes
 from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import TurnOPDError
-from services.orchestrator.busy_time import Interval, busy_seconds, overlap_seconds
+from services.orchestrator.busy_time import Interval, busy_seconds, overlap_seconds, shared_seconds
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step_data import TeacherScores, learner_batch, supervised_trajectories
 from services.orchestrator.teacher_scores import ScoreStream, score_after_rollouts
@@ -129,6 +129,7 @@ def run_step(
     decision = controller.ingest(k, stats)
     t5 = time.perf_counter()
     trajs = rollout.trajectories
+    busy = {"rollout": [(t1, t2)], "teacher": played.teacher_intervals, "learner": [(t3, t4)]}
     times = StepTimes(
         rollout_s=t2 - t1,
         teacher_s=t3 - t2,
@@ -137,6 +138,9 @@ def run_step(
         total_s=t5 - t0,
         teacher_busy_s=busy_seconds(played.teacher_intervals),
         teacher_overlap_s=overlap_seconds(played.teacher_intervals, (t1, t2)),
+        rollout_busy_s=t2 - t1,
+        learner_busy_s=t4 - t3,
+        overlap_s=shared_seconds(busy.values(), (t0, t5)),
     )
     metrics = StepMetrics(
         step=k,
@@ -160,6 +164,8 @@ def run_step(
         tokens=result.tokens,
         generated_tokens=rollout.generated_tokens,
         weights_version=result.weights_version,
+        rollout_weights_version=plan.weights_version,
+        weights_lag=k - 1 - plan.weights_version,
         times=times,
         cumulative_s=cumulative_s + times.total_s,
     )

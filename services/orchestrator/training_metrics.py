@@ -9,7 +9,10 @@ Controller: ``turnopd_controller_{step,h_eff,h_cov,h_ctrl,h_bar,h_hat,h_roll,alp
 deep_loss_budget,reliable_prefix}``, ``turnopd_learner_turn_loss_share{turn}`` and
 ``turnopd_learner_turn_kl{turn}`` for turns of the reliable prefix (labels bounded by ``max_turns``),
 ``turnopd_learner_seconds{phase}``, ``turnopd_learner_tokens_total``, ``turnopd_step_seconds{phase}``.
-Rollout pool: ``turnopd_rollout_{success_rate,truncated_rate,tokens_per_second,weights_version,
+Pools: ``turnopd_pool_busy_ratio{pool}`` (rollout, teacher, learner: share of the last step's wall
+time each was busy) and ``turnopd_pool_overlap_ratio`` (share with two or more busy at once);
+``turnopd_step_weights_lag`` (histogram over steps: versions the rollouts' weights were behind the
+weights the step updated, 0 on-policy). Rollout pool: ``turnopd_rollout_{success_rate,truncated_rate,tokens_per_second,weights_version,
 weights_lag,live_workers}`` and the counters ``turnopd_rollout_{episodes,failed_episodes,turns,
 truncated_episodes,generated_tokens,worker_deaths,replays,weight_reloads,failed_chunks}_total``.
 No per-episode labels.
@@ -17,12 +20,13 @@ No per-episode labels.
 
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.contracts.learner import LearnerStepResult
 from services.contracts.orchestrator import StepMetrics
 from services.diagnostics.reliable_prefix import reliable_prefix_length, thirds
 from services.diagnostics.step_stats import StepStats
+from services.orchestrator.pool_load import POOLS, pool_load
 from services.settings.tree import DiagnosticsSettings
 
 
@@ -36,6 +40,7 @@ class PoolStatsLike(Protocol):
 
 
 POOL_EVENTS = ("worker_deaths", "replays", "weight_reloads", "failed_chunks")
+WEIGHTS_LAG_BUCKETS = (0, 1, 2, 3, 4, 8)
 
 
 class TrainingMetrics:
@@ -84,7 +89,7 @@ class TrainingMetrics:
                 "truncated_rate": "Share of the step's trajectories cut by H_roll.",
                 "tokens_per_second": "Generated tokens per second of rollout time.",
                 "weights_version": "Weights version the step's rollouts used.",
-                "weights_lag": "Versions the rollouts were behind the learner's new weights (1: on-policy).",
+                "weights_lag": "Versions the rollouts' weights were behind the weights the step updated (0: on-policy).",
                 "live_workers": "Rollout workers the pool still dispatches to.",
             }.items()
         }
@@ -99,6 +104,18 @@ class TrainingMetrics:
         self.generated = counter("rollout_generated_tokens", "Tokens sampled by the rollout workers.")
         self.learner_tokens = counter("learner_tokens", "Supervised tokens the learner trained on.")
         self.learner_seconds = gauge("learner_seconds", "Learner time of the last step by phase.", ("phase",))
+        self.pool_busy = gauge(
+            "pool_busy_ratio", "Share of the last step's wall time the pool was busy.", ("pool",)
+        )
+        self.pool_overlap = gauge(
+            "pool_overlap_ratio", "Share of the last step's wall time two or more pools were busy at once."
+        )
+        self.weights_lag = Histogram(
+            "turnopd_step_weights_lag",
+            "Versions a step's rollout weights were behind the weights it updated (0: on-policy).",
+            buckets=WEIGHTS_LAG_BUCKETS,
+            registry=registry,
+        )
         self.pool_events = {
             key: counter(f"rollout_{key}", doc)
             for key, doc in {
@@ -115,9 +132,8 @@ class TrainingMetrics:
         m: StepMetrics,
         stats: StepStats,
         learner: LearnerStepResult | None = None,
-        rollout_weights_version: int | None = None,
     ) -> None:
-        """Update every metric after step ``m.step`` (``learner``: its time split; the rollouts' version)."""
+        """Update every metric after step ``m.step`` (``learner``: its time split)."""
         for key in ("step", "h_bar", "h_hat", "h_roll", "alpha", "h_cov"):
             self.controller[key].set(float(getattr(m, key)))
         for key in ("h_eff", "h_ctrl"):
@@ -151,9 +167,16 @@ class TrainingMetrics:
             self.step_seconds.labels(phase=phase.removesuffix("_s")).set(getattr(m.times, phase))
         self.rollout["success_rate"].set(m.success_rate)
         self.rollout["truncated_rate"].set(m.truncated_rate)
-        used = m.weights_version - 1 if rollout_weights_version is None else rollout_weights_version
+        used = m.weights_version - 1 if m.rollout_weights_version is None else m.rollout_weights_version
+        lag = m.weights_version - 1 - used
         self.rollout["weights_version"].set(used)
-        self.rollout["weights_lag"].set(m.weights_version - used)
+        self.rollout["weights_lag"].set(lag)
+        self.weights_lag.observe(lag)
+        load = pool_load([m.times])
+        if load is not None:
+            for pool in POOLS:
+                self.pool_busy.labels(pool=pool).set(load.busy[pool])
+            self.pool_overlap.set(load.overlap)
         rollout_s = m.times.rollout_s
         self.rollout["tokens_per_second"].set(m.generated_tokens / rollout_s if rollout_s > 0 else 0.0)
         self.episodes.inc(m.trajectories + m.failed_episodes)

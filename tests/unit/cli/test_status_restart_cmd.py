@@ -4,6 +4,7 @@ from rich.console import Console
 
 from services.cli.status_view import status_renderable, summary_lines
 from services.contracts.operations import RestartResult, RunStatus, ServiceStatus
+from services.contracts.orchestrator import PoolLoad
 from services.orchestrator.live_status import masked_url
 
 STATUS = RunStatus(
@@ -42,7 +43,14 @@ def test_summary_names_step_depth_alpha_and_eval():
     assert lines[0] == "run r1 (turnopd) in /runs/r1"
     assert lines[1] == "training: step 3/8, weights version 3, last step 4.5 s, updated 12 s ago"
     assert lines[2] == "H_hat 4, H_bar 3.25, alpha 0.375"
-    assert lines[3] == "last eval: none yet"
+    assert lines[3] == "pools busy in the last step: not recorded yet"
+    assert lines[4] == "last eval: none yet"
+    load = PoolLoad(wall_s=4.5, busy={"rollout": 0.5, "teacher": 0.25, "learner": 0.4}, overlap=0.15)
+    busy = STATUS.model_copy(update={"pool_load": load, "weights_lag": 1})
+    assert summary_lines(busy, now=112.0)[3] == (
+        "pools busy in the last step: rollout 50%, teacher 25%, learner 40%; two or more at once 15%; "
+        "weights lag 1"
+    )
 
 
 def test_tables_list_every_service_and_restart():

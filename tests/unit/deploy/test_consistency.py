@@ -117,6 +117,9 @@ def test_dashboard_rows_and_metrics() -> None:
         "turnopd_rollout_tokens_per_second",
         "turnopd_teacher_scored_positions_total",
         "turnopd_env_step_latency_seconds_bucket",
+        "turnopd_pool_busy_ratio",
+        "turnopd_pool_overlap_ratio",
+        "turnopd_step_weights_lag_bucket",
         "up{",
     ):
         assert metric in text, metric

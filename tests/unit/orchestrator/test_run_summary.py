@@ -47,6 +47,20 @@ def test_time_split_depths_and_the_success_change():
     assert summarize(RUN, [evaluation(4, 0.3)]).success_change is None
 
 
+def test_pool_load_and_weights_lag_over_the_steps_that_recorded_them():
+    busy = {"rollout_busy_s": 5.0, "teacher_busy_s": 2.0, "learner_busy_s": 4.0, "overlap_s": 1.0}
+    timed = [
+        m.model_copy(update={"times": m.times.model_copy(update=busy), "weights_lag": 1}) for m in RUN[2:]
+    ]
+    summary = summarize([*RUN[:2], *timed], [])
+    load = summary.pool_load
+    assert load is not None and load.wall_s == pytest.approx(16.0)  # steps 3 and 4 only
+    assert load.busy == pytest.approx({"rollout": 10 / 16, "teacher": 4 / 16, "learner": 8 / 16})
+    assert load.overlap == pytest.approx(2 / 16)
+    assert summary.weights_lag == [None, None, 1, 1]
+    assert summarize(RUN, []).pool_load is None
+
+
 def test_missing_or_out_of_order_steps_are_named():
     with pytest.raises(InputError, match="no logged steps"):
         summarize([], [])
@@ -63,6 +77,16 @@ def test_cli_prints_tables_and_json(tmp_path):
     shown = runner.invoke(build_app(), ["summary", str(tmp_path)])
     assert shown.exit_code == 0, shown.output
     assert "4 steps in 36 s" in shown.output and "+20.0 points" in shown.output
+    assert "How busy each pool was" not in shown.output and "  lag  " not in shown.output  # not logged
+    busy = {"rollout_busy_s": 6.5, "teacher_busy_s": 1.0, "learner_busy_s": 2.7, "overlap_s": 0.0}
+    timed = [m.model_copy(update={"times": m.times.model_copy(update=busy), "weights_lag": 0}) for m in RUN]
+    (tmp_path / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in timed))
+    shown = runner.invoke(build_app(), ["summary", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert "30.0%" in [line for line in lines if "learner" in line][-1]  # 4 x 2.7 s of 36 s
+    assert "0.0%" in next(line for line in lines if "two or more at once" in line)
+    assert "  lag    0 0 0 0  (weights versions behind; 0: on-policy)" in shown.output
     as_json = runner.invoke(build_app(), ["summary", str(tmp_path), "--json"])
     assert RunSummary.model_validate(json.loads(as_json.output)).probe_steps == [1, 2, 4]
     missing = runner.invoke(build_app(), ["summary", str(tmp_path / "nope")])

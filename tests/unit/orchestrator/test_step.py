@@ -58,10 +58,15 @@ def test_step_trains_on_the_supervised_trajectories_with_their_teacher_scores():
     assert step == 4 and stats is not None and stats.survivors == [3, 1]
     m = out.metrics
     assert (m.trajectories, m.success_rate, m.tokens, m.weights_version) == (4, 0.25, 7, 4)
+    assert (m.rollout_weights_version, m.weights_lag) == (3, 0)  # played with the weights step 4 updated
     times = m.times
     assert times.total_s == pytest.approx(
         times.rollout_s + times.teacher_s + times.learner_s + times.other_s, abs=1e-9
     )
+    # one after the other: each pool busy in its own phase, never two at once
+    assert (times.rollout_busy_s, times.learner_busy_s) == (times.rollout_s, times.learner_s)
+    assert times.teacher_busy_s is not None and times.teacher_busy_s <= times.teacher_s
+    assert times.overlap_s == 0.0
     assert m.cumulative_s == pytest.approx(10.0 + times.total_s)
 
 
@@ -88,6 +93,8 @@ def test_streamed_scoring_overlaps_the_rollouts():
     assert streamed.rollout_s >= 0.3
     assert streamed.teacher_busy_s is not None and streamed.teacher_busy_s >= 0.2  # two requests
     assert streamed.teacher_overlap_s is not None and streamed.teacher_overlap_s >= 0.05  # the first chunk's
+    assert streamed.overlap_s == pytest.approx(streamed.teacher_overlap_s)  # teacher beside the rollouts
+    assert streamed.rollout_busy_s == streamed.rollout_s
     synchronous = run_step(
         4, TASKS, settings(False), FakeController(), SlowPool(), SlowTeacher(), FakeLearner(), 0.0
     ).metrics.times

@@ -7,13 +7,14 @@ from services.orchestrator.training_metrics import TrainingMetrics
 from services.settings.tree import DiagnosticsSettings
 
 
-def metrics(step, probe, h_eff=None):
-    return StepMetrics(
+def metrics(step, probe, h_eff=None, times=None, **fields):
+    times = times or StepTimes(rollout_s=3.0, teacher_s=1.0, learner_s=2.0, other_s=0.5, total_s=6.5)
+    return StepMetrics(**fields,
         step=step, method="turnopd", probe=probe, h_roll=50 if probe else 7, h_hat=7, h_bar=6.4, h_eff=h_eff,
         h_cov=5, h_ctrl=None if h_eff is None else max(h_eff, 5), alpha=step / 10, loss=0.5, mean_kl=0.7,
         grad_norm=1.5, success_rate=0.25, truncated_rate=0.5, mean_turns=3.0, trajectories=4, failed_episodes=1,
         tokens=200, generated_tokens=300, weights_version=step,
-        times=StepTimes(rollout_s=3.0, teacher_s=1.0, learner_s=2.0, other_s=0.5, total_s=6.5), cumulative_s=6.5,
+        times=times, cumulative_s=6.5,
     )  # fmt: skip
 
 
@@ -77,15 +78,15 @@ class Pool:
 def test_rollout_counters_learner_split_and_weights_lag():
     registry = CollectorRegistry()
     tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings(min_survivors=2))
-    tm.observe(metrics(1, True, h_eff=3), stats(1), learner=learner_result(1), rollout_weights_version=0)
-    tm.observe(metrics(2, False), stats(2), learner=learner_result(2), rollout_weights_version=1)
+    tm.observe(metrics(1, True, h_eff=3, rollout_weights_version=0), stats(1), learner=learner_result(1))
+    tm.observe(metrics(2, False, rollout_weights_version=1), stats(2), learner=learner_result(2))
     text = generate_latest(registry).decode()
     assert value(text, "turnopd_rollout_turns_total") == 24  # 2 steps x 4 trajectories x 3 turns
     assert value(text, "turnopd_rollout_truncated_episodes_total") == 4  # half of 4, twice
     assert value(text, "turnopd_rollout_generated_tokens_total") == 600
     assert value(text, "turnopd_learner_tokens_total") == 400
     assert value(text, "turnopd_rollout_weights_version") == 1
-    assert value(text, "turnopd_rollout_weights_lag") == 1  # synchronous on-policy: one version behind
+    assert value(text, "turnopd_rollout_weights_lag") == 0  # synchronous: the weights step 2 updated
     assert 'turnopd_learner_seconds{phase="forward_backward"} 1.25' in text
     assert 'turnopd_learner_seconds{phase="optimizer"} 0.25' in text
     assert value(text, "turnopd_controller_h_bar") == 6.4
@@ -116,3 +117,24 @@ def test_turn_labels_stay_below_max_turns():
         for s in family.samples
     }
     assert turns == {"0", "1"}  # 3 reliable turns in the data, capped at max_turns=2
+
+
+def test_pool_busy_ratios_overlap_and_the_weights_lag_histogram():
+    registry = CollectorRegistry()
+    tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings(min_survivors=2))
+    busy = StepTimes(
+        rollout_s=3.0, teacher_s=1.0, learner_s=2.0, other_s=0.5, total_s=6.5,
+        rollout_busy_s=3.25, teacher_busy_s=1.3, learner_busy_s=2.6, overlap_s=0.65,
+    )  # fmt: skip
+    tm.observe(metrics(1, True, h_eff=3), stats(1))  # an old log line: no busy times, lag from the version
+    tm.observe(metrics(2, False, rollout_weights_version=0, times=busy), stats(2))  # one behind
+    tm.observe(metrics(3, False, rollout_weights_version=2, times=busy), stats(3))
+    text = generate_latest(registry).decode()
+    assert 'turnopd_pool_busy_ratio{pool="rollout"} 0.5' in text
+    assert 'turnopd_pool_busy_ratio{pool="teacher"} 0.2' in text
+    assert 'turnopd_pool_busy_ratio{pool="learner"} 0.4' in text
+    assert value(text, "turnopd_pool_overlap_ratio") == 0.1
+    assert value(text, "turnopd_rollout_weights_lag") == 0
+    assert 'turnopd_step_weights_lag_bucket{le="0.0"} 2.0' in text  # steps 1 and 3
+    assert 'turnopd_step_weights_lag_bucket{le="1.0"} 3.0' in text
+    assert value(text, "turnopd_step_weights_lag_count") == 3
