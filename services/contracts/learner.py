@@ -1,5 +1,7 @@
 """Learner inputs and results.  # orchestrator <-> learner"""
 
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from services.contracts.arrays import PackedArray
@@ -119,6 +121,16 @@ class LearnerRankResult(Contract):
     optimizer_s: FiniteFloat = Field(ge=0.0)
 
 
+class LearnerStepped(Contract):
+    """A rank finished its share of a step; rank 0 hands over the new full weights too.  # learner -> orchestrator"""
+
+    result: LearnerRankResult
+    weights: Any = Field(
+        None,
+        description="Rank 0: the ObjectRef of the new full (unsharded, CPU) state dict; None on other ranks.",
+    )
+
+
 class LearnerCheckpointRequest(Contract):
     """Checkpoint now: ``step`` is the last optimizer step the ranks ran (before a learner restart).  # orchestrator -> learner"""
 
@@ -134,3 +146,6 @@ class LearnerCheckpointed(Contract):
 
 # What a rank's inbox carries.  # orchestrator -> learner
 LearnerInboxMessage = LearnerShard | LearnerCheckpointRequest | LearnerStop
+
+# What the ranks' shared outbox carries.  # learner -> orchestrator
+LearnerOutboxMessage = LearnerReady | LearnerStepped | LearnerCheckpointed

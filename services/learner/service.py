@@ -1,11 +1,12 @@
 """The orchestrator's side of the learner: a Ray Train TorchTrainer fed one batch per step.
 
 ``TorchTrainer.fit`` runs in a background thread; each rank has an inbox queue, all ranks share one
-outbox. ``step`` shards the batch over the ranks (balanced by tokens), waits for every rank's
+outbox; both carry typed messages (``LearnerInboxMessage``, ``LearnerOutboxMessage``). ``step`` shards the batch over the ranks (balanced by tokens), waits for every rank's
 result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the new full weights.
 """
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,11 @@ from services.contracts.learner import (
     LearnerBatch,
     LearnerCheckpointed,
     LearnerCheckpointRequest,
+    LearnerOutboxMessage,
     LearnerRankResult,
     LearnerReady,
     LearnerShard,
+    LearnerStepped,
     LearnerStepResult,
     LearnerStop,
 )
@@ -43,6 +46,46 @@ def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
 
 class LearnerError(TurnOPDError, RuntimeError):
     """The learner workers failed or stopped answering."""
+
+
+def merged_step(
+    batch: LearnerBatch, answers: Sequence[LearnerOutboxMessage]
+) -> tuple[LearnerStepResult, Any]:
+    """The ranks' answers to step ``batch.step`` as one result, and rank 0's ObjectRef of the new weights."""
+    results: list[LearnerRankResult] = []
+    weights_ref: Any = None
+    for message in answers:
+        match message:
+            case LearnerStepped(result=result, weights=weights) if result.step == batch.step:
+                results.append(result)
+                if result.rank == 0:
+                    weights_ref = weights
+            case other:
+                raise LearnerError(f"unexpected learner message during step {batch.step}: {other!r}"[:500])
+    if weights_ref is None:
+        raise LearnerError(f"no rank 0 weights among the answers to step {batch.step}")
+    by_sample: dict[int, TrajectoryTurnStats] = {}
+    for res in results:
+        by_sample.update(zip(res.sample_ids, res.turn_stats, strict=True))
+    tokens = sum(r.tokens for r in results)
+    merged = LearnerStepResult(
+        step=batch.step,
+        loss=sum(r.weighted_loss for r in results),
+        mean_kl=sum(r.kl_sum for r in results) / max(tokens, 1),
+        tokens=tokens,
+        grad_norm=next(r.grad_norm for r in results if r.rank == 0),
+        weights_version=batch.step,
+        turn_stats=TurnStatsRecord(
+            step=batch.step,
+            probe=batch.probe,
+            alpha=batch.alpha,
+            h_roll=batch.h_roll,
+            trajectories=[by_sample[i] for i in range(len(batch.samples))],
+        ),
+        forward_backward_s=max(r.forward_backward_s for r in results),
+        optimizer_s=max(r.optimizer_s for r in results),
+    )
+    return merged, weights_ref
 
 
 class Learner:
@@ -80,8 +123,14 @@ class Learner:
         )
         self._thread = threading.Thread(target=self._fit, args=(trainer,), name="learner-fit", daemon=True)
         self._thread.start()
-        ready = [self._get(LearnerReady) for _ in range(self.world)]
-        self.resumed_step = ready[0].resumed_step
+        resumed: list[int] = []
+        for message in self._answers("start"):
+            match message:
+                case LearnerReady(resumed_step=step):
+                    resumed.append(step)
+                case other:
+                    raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
+        self.resumed_step = resumed[0]
 
     @property
     def alive(self) -> bool:
@@ -94,62 +143,45 @@ class Learner:
         except BaseException as exc:  # surfaced to the caller by _get
             self._error = exc
 
-    def _get(self, kind: type) -> Any:
+    def _answers(self, what: str) -> list[LearnerOutboxMessage]:
+        """One outbox message from each rank, for ``what`` (the start, a step, a checkpoint)."""
+        return [self._next(what) for _ in range(self.world)]
+
+    def _next(self, what: str) -> LearnerOutboxMessage:
         waited = 0.0
         while True:
             try:
-                item, ref = self.outbox.get(timeout=5.0)
+                message: LearnerOutboxMessage = self.outbox.get(timeout=5.0)
+                return message
             except Empty:
                 waited += 5.0
                 if self._error is not None or not self._thread.is_alive():
                     raise LearnerError(f"learner workers stopped: {self._error!r}") from self._error
                 if waited >= self.settings.learner.step_timeout_s:
-                    raise LearnerError(f"no answer from the learner in {waited:.0f} s") from None
-                continue
-            if not isinstance(item, kind):
-                raise LearnerError(
-                    f"unexpected learner message {type(item).__name__}, wanted {kind.__name__}"
-                )
-            return (item, ref) if kind is LearnerRankResult else item
+                    raise LearnerError(f"no answer from the learner in {waited:.0f} s ({what})") from None
 
     def step(self, batch: LearnerBatch) -> tuple[LearnerStepResult, Any]:
         """Run one optimizer step; return the merged result and the ObjectRef of the new weights."""
         shards = shard_by_tokens([len(s.token_ids) for s in batch.samples], self.world)
         for inbox, ids in zip(self.inboxes, shards, strict=True):
             inbox.put(LearnerShard(step=batch.step, samples=[batch.samples[i] for i in ids], sample_ids=ids))
-        parts = [self._get(LearnerRankResult) for _ in range(self.world)]
-        results: list[LearnerRankResult] = [p[0] for p in parts]
-        weights_ref = next(ref for res, ref in parts if res.rank == 0)
-        by_sample: dict[int, TrajectoryTurnStats] = {}
-        for res in results:
-            by_sample.update(zip(res.sample_ids, res.turn_stats, strict=True))
-        tokens = sum(r.tokens for r in results)
-        merged = LearnerStepResult(
-            step=batch.step,
-            loss=sum(r.weighted_loss for r in results),
-            mean_kl=sum(r.kl_sum for r in results) / max(tokens, 1),
-            tokens=tokens,
-            grad_norm=next(r.grad_norm for r in results if r.rank == 0),
-            weights_version=batch.step,
-            turn_stats=TurnStatsRecord(
-                step=batch.step,
-                probe=batch.probe,
-                alpha=batch.alpha,
-                h_roll=batch.h_roll,
-                trajectories=[by_sample[i] for i in range(len(batch.samples))],
-            ),
-            forward_backward_s=max(r.forward_backward_s for r in results),
-            optimizer_s=max(r.optimizer_s for r in results),
-        )
-        return merged, weights_ref
+        return merged_step(batch, self._answers(f"step {batch.step}"))
 
     def checkpoint(self, step: int) -> None:
         """Have every rank checkpoint the weights of ``step`` (the last one run) unless that is on disk."""
         for inbox in self.inboxes:
             inbox.put(LearnerCheckpointRequest(step=step))
-        done = [self._get(LearnerCheckpointed) for _ in range(self.world)]
-        if any(d.step != step for d in done):
-            raise LearnerError(f"asked for a checkpoint of step {step}, got {[d.step for d in done]}")
+        done: list[int] = []
+        for message in self._answers(f"checkpoint of step {step}"):
+            match message:
+                case LearnerCheckpointed(step=checkpointed):
+                    done.append(checkpointed)
+                case other:
+                    raise LearnerError(
+                        f"unexpected learner message {type(other).__name__} during a checkpoint"
+                    )
+        if any(d != step for d in done):
+            raise LearnerError(f"asked for a checkpoint of step {step}, got {done}")
 
     def close(self) -> None:
         """Stop the workers and wait for the trainer to finish (a second call does nothing)."""

@@ -7,7 +7,7 @@ across ranks while the objective is a sum over the global batch), clips and step
 publishes the full weights (rank 0: ``ray.put``). It checkpoints every ``checkpoint_every`` steps,
 and when the orchestrator asks (``LearnerCheckpointRequest``, before it replaces the learner). Its
 inbox carries typed messages (``LearnerInboxMessage``: a ``LearnerShard``, a checkpoint request or
-``LearnerStop``). On start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
+``LearnerStop``), and so does the shared outbox (``LearnerOutboxMessage``). On start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
 so the orchestrator sends nothing twice.
 """
 
@@ -31,6 +31,7 @@ from services.contracts.learner import (
     LearnerRankResult,
     LearnerReady,
     LearnerShard,
+    LearnerStepped,
     LearnerStop,
 )
 from services.errors import ConflictError
@@ -82,7 +83,7 @@ def train_loop(config: dict[str, Any]) -> None:
         )
         torch.set_rng_state(torch.load(resume / "rng.pt")["torch"])
         resumed_step = int(read_state(resume)["step"])
-    outbox.put((LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step), None))
+    outbox.put(LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step))
     checkpointed = resumed_step  # step of the latest checkpoint on disk
 
     while True:
@@ -94,15 +95,14 @@ def train_loop(config: dict[str, Any]) -> None:
                     full = _full_weights(model)  # a collective: every rank calls it
                     _checkpoint(model, optim, step, settings, run_dir, base_model, full)
                     checkpointed = step
-                outbox.put((LearnerCheckpointed(rank=rank, step=step), None))
+                outbox.put(LearnerCheckpointed(rank=rank, step=step))
             case LearnerShard() as shard:
                 result, weights = _step(model, optim, shard, settings, device, world)
                 last = result.step == settings.optim.steps
                 if result.step % settings.learner.checkpoint_every == 0 or last:
                     _checkpoint(model, optim, result.step, settings, run_dir, base_model, weights)
                     checkpointed = result.step
-                ref = ray.put(weights) if rank == 0 else None
-                outbox.put((result, ref))
+                outbox.put(LearnerStepped(result=result, weights=ray.put(weights) if rank == 0 else None))
             case other:
                 raise ConflictError(f"learner rank {rank}: unexpected inbox message {type(other).__name__}")
 
