@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: TurnOPD distillation of the tiny household student.
-#   1. build the tiny zoo (seconds, cached);
-#   2. train the household teacher by imitation of the env gateway's expert, once: stage 1 (about
-#      an hour on 2 CPU cores; teacher-sft), then stage 2 (18 min; teacher-recovery), cached under
-#      ~/.cache/turnopd/models/;
-#   3. cut the student from the teacher (three of its four layers) and heal it briefly, once
-#      (about a minute; student-cut3);
-#   4. `turnopd train --config configs/demo.toml`: TurnOPD from student-cut3 with teacher-recovery,
-#      with an evaluation before step 1 and every 8 steps (runs/demo).
-# Extra arguments go to `turnopd train` (e.g. --run-dir DIR, --steps K, --method vanilla).
+# The main job: TurnOPD distillation of the tiny household student from the shipped teacher.
+#   1. set up (scripts/setup.sh: about a minute with uv);
+#   2. the models: the student `student-novel-cut3` and the teacher `teacher-novel` come from
+#      artifacts/models/ where they are shipped (checksums verified on first use; `turnopd models
+#      list` shows their recipes), else from the cache; a model that is neither is trained here
+#      by its recipe, once (configs/teachers/: teacher-novel from the shipped teacher-remind takes
+#      about 50 min on 2 cores, from scratch about two and a half hours; the student 2 min);
+#   3. `turnopd train --config configs/demo.toml`: the student learns from the teacher. It evaluates
+#      the student greedily on 60 valid_unseen games before step 1 and after the last step, and
+#      ends with a table: the student before and after, the teacher on the same games, wall time
+#      and H_hat over the run.
+# Extra arguments go to `turnopd train` (e.g. --run-dir DIR, --steps K, --method vanilla, or
+# --resume runs/demo-... to continue a stopped run); each run gets its own runs/demo-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+started=$(date +%s)
 
 bash scripts/setup.sh
+echo "== setup took $(($(date +%s) - started)) s"
 turnopd() { "$PY" -m services.cli "$@"; }
 
-echo "== turnopd models build"
-turnopd models build
-if ! turnopd models path teacher-sft >/dev/null 2>&1; then
-    echo "== turnopd teacher train --config configs/teacher_alfworld.toml --epochs 4 (once; about an hour)"
-    turnopd teacher train --config configs/teacher_alfworld.toml --epochs 4
+have() { turnopd models path "$1" >/dev/null 2>&1; }
+recipe() {
+  echo "== turnopd teacher train --config configs/teachers/$1 (once: $2 is neither shipped nor cached)"
+  turnopd teacher train --config "configs/teachers/$1"
+}
+if ! have teacher-novel || ! have student-novel-cut3; then
+  turnopd models build
+  have teacher-remind || recipe teacher_alfworld_reminder.toml teacher-remind
+  have teacher-novel || recipe teacher_alfworld_novel.toml teacher-novel
+  have student-novel-cut3 || recipe student_alfworld_novel_cut3.toml student-novel-cut3
 fi
-if ! turnopd models path teacher-recovery >/dev/null 2>&1; then
-    echo "== turnopd teacher train --config configs/teacher_alfworld_recovery.toml (once; about 18 min)"
-    turnopd teacher train --config configs/teacher_alfworld_recovery.toml
+# A new run directory each time, unless the arguments name one (--run-dir, --resume).
+args=("$@")
+case " $* " in
+  *" --run-dir"*|*" --resume"*) ;;
+  *) args+=(--run-dir "runs/demo-$(date +%Y%m%d-%H%M%S)") ;;
+esac
+if [[ " $* " == *" --resume"* ]]; then
+  echo "== turnopd train ${args[*]}"
+  turnopd train "${args[@]}"
+else
+  echo "== turnopd train --config configs/demo.toml ${args[*]}"
+  turnopd train --config configs/demo.toml "${args[@]}"
 fi
-if ! turnopd models path student-cut3 >/dev/null 2>&1; then
-    echo "== turnopd teacher train --config configs/student_alfworld_cut3.toml (once; about a minute)"
-    turnopd teacher train --config configs/student_alfworld_cut3.toml
-fi
-echo "== turnopd train --config configs/demo.toml $*"
-turnopd train --config configs/demo.toml "$@"
+echo "== demo.sh took $(($(date +%s) - started)) s in all (setup included)"
