@@ -8,13 +8,12 @@ final place and renamed in, so a crash never leaves a half-written checkpoint un
 
 import hashlib
 import json
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from services.atomic_directory import atomic_directory
 from services.errors import ConflictError, InputError
 from services.models.corpus import household_entity_tokens
 from services.models.entity_init import compose_entity_embeddings
@@ -83,19 +82,8 @@ def _reusable(target: Path, wanted: dict[str, Any], force: bool) -> bool:
 
 def _install(build_in: Callable[[Path], None], target: Path) -> None:
     """Run ``build_in(tmp)`` on a sibling temp dir, then swap it in place of ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; checkpoints are shared read-only artefacts
-    try:
+    with atomic_directory(target) as tmp:
         build_in(tmp)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            target.rename(old / target.name)
-            shutil.rmtree(old)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 def build_zoo(

@@ -9,10 +9,10 @@ measured on the shipped weights, not the source's: ``turnopd eval --json`` of th
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from services.atomic_directory import atomic_directory
 from services.contracts.rollout import EvalReport
 from services.errors import ConflictError, InputError
 from services.models import shipped
@@ -80,10 +80,7 @@ def ship_model(
     target = root / name
     if target.exists() and not replace:
         raise ConflictError(f"{target} exists; pass --replace to overwrite the shipped model {name!r}")
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
-    tmp.chmod(0o755)
-    try:
+    with atomic_directory(target) as tmp:
         _cast_weights(source / WEIGHTS_FILE, tmp / WEIGHTS_FILE, dtype)
         for file_name in CHECKPOINT_FILES:
             if (source / file_name).is_file():
@@ -99,12 +96,6 @@ def ship_model(
             "files": files,
         }
         (tmp / ARTIFACT_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return target
 
 

@@ -7,11 +7,10 @@ manifests are what `turnopd models build` checks.
 """
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services.atomic_directory import atomic_directory
 from services.errors import ConflictError
 from services.models.build import MANIFEST
 from services.models.registry import model_dir
@@ -37,19 +36,8 @@ def save_checkpoint(
     manifest: dict[str, Any],
 ) -> Path:
     """Write model, tokenizer and manifest to ``target`` atomically (replacing what was there)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; checkpoints are shared read-only artefacts
-    try:
+    with atomic_directory(target) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            target.rename(old / target.name)
-            shutil.rmtree(old)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return target

@@ -7,10 +7,9 @@ collection. Files are written to a temporary directory and renamed into place.
 """
 
 import hashlib
-import shutil
-import tempfile
 from pathlib import Path
 
+from services.atomic_directory import atomic_directory
 from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
 from services.contracts.jsonl import read_jsonl
 from services.errors import InputError
@@ -48,16 +47,8 @@ def save_dataset(directory: Path, info: ExpertDatasetInfo, episodes: list[Expert
     """Write the dataset atomically (a sibling temp dir renamed into place)."""
     if info.episodes != len(episodes):
         raise InputError(f"info says {info.episodes} episodes, got {len(episodes)}")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
+    with atomic_directory(directory) as tmp:
         with (tmp / EPISODES_FILE).open("w", encoding="utf-8") as sink:
             for episode in episodes:
                 sink.write(episode.model_dump_json() + "\n")
         (tmp / INFO_FILE).write_text(info.model_dump_json(indent=2) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        tmp.rename(directory)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
