@@ -2,18 +2,25 @@
 
 Position p of a sample is supervised by the logits at p-1 (they predict token p). The loss is
 ``sum_i w_i * r_i * KL_i`` over supervised tokens, with w the blended weights computed for the
-whole batch by the orchestrator and r the clipped importance ratio (no gradient).
+whole batch by the orchestrator and r the clipped importance ratio (no gradient). The LM head is
+applied only at the supervised positions, in chunks fused with the KL (``lm_head.py``);
+``full_logits_loss`` is the same loss through the model's full ``B x T x V`` logits, the reference
+the tests and ``bench/learner_memory.py`` compare against.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from services.contracts.learner import LearnerSample
 from services.contracts.records import TrajectoryTurnStats
+from services.errors import ConfigError
+from services.learner.lm_head import chunked_head_kl
 from services.learner.topk_kl import TopKSupport, clipped_importance_ratio, topk_reverse_kl, weighted_opd_loss
+from services.settings.learner import DEFAULT_LOGITS_CHUNK_TOKENS
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,37 @@ def micro_batch_loss(
     support: TopKSupport,
     clip_ratio: tuple[float, float],
     loss_scale: float = 1.0,
+    chunk_tokens: int = DEFAULT_LOGITS_CHUNK_TOKENS,
+    recompute: bool = True,
 ) -> tuple[Tensor, Tensor]:
-    """(loss to backprop, per-token reverse KL detached) for one micro-batch."""
+    """(loss to backprop, per-token reverse KL detached) for one micro-batch; the LM head runs on
+    ``chunk_tokens`` supervised positions at a time (``lm_head.chunked_head_kl``)."""
+    hidden_B_T_H = final_hidden_states(model, mb.input_ids_B_T, mb.attention_mask_B_T)
+    hidden_N_H = hidden_B_T_H[mb.row_N, mb.logit_pos_N]
+    del hidden_B_T_H
+    kl_N, token_lp_N = chunked_head_kl(
+        hidden_N_H,
+        head_weight(model),  # after the forward: under FSDP the gathered (unsharded) weight
+        mb.top_ids_N_K,
+        mb.top_logprobs_N_K,
+        mb.target_N,
+        support,
+        chunk_tokens,
+        recompute,
+    )
+    ratio_N = clipped_importance_ratio(token_lp_N, mb.sampler_logprobs_N, *clip_ratio)
+    loss = weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale
+    return loss, kl_N.detach()
+
+
+def full_logits_loss(
+    model: nn.Module,
+    mb: MicroBatch,
+    support: TopKSupport,
+    clip_ratio: tuple[float, float],
+    loss_scale: float = 1.0,
+) -> tuple[Tensor, Tensor]:
+    """``micro_batch_loss`` through the model's full logits B x T x V (the reference; memory T x V)."""
     logits_B_T_V = model(input_ids=mb.input_ids_B_T, attention_mask=mb.attention_mask_B_T).logits
     logits_N_V = logits_B_T_V[mb.row_N, mb.logit_pos_N]
     kl_N = topk_reverse_kl(logits_N_V, mb.top_ids_N_K, mb.top_logprobs_N_K, support)
@@ -77,6 +113,47 @@ def micro_batch_loss(
     ratio_N = clipped_importance_ratio(token_lp_N, mb.sampler_logprobs_N, *clip_ratio)
     loss = weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale
     return loss, kl_N.detach()
+
+
+def final_hidden_states(model: nn.Module, input_ids_B_T: Tensor, attention_mask_B_T: Tensor) -> Tensor:
+    """The backbone's last hidden states B x T x H (after its final norm).
+
+    They are taken through the model's own forward, so FSDP's root hooks gather the embeddings,
+    final norm and head (and keep them gathered until the backward); the head itself is applied
+    to no position (``logits_to_keep`` is an empty index).
+    """
+    causal_lm: Any = model  # a Hugging Face causal LM
+    captured: list[Tensor] = []
+    handle = causal_lm.get_decoder().register_forward_hook(
+        lambda _module, _args, output: captured.append(output.last_hidden_state)
+    )
+    try:
+        model(
+            input_ids=input_ids_B_T,
+            attention_mask=attention_mask_B_T,
+            use_cache=False,
+            logits_to_keep=torch.empty(0, dtype=torch.long, device=input_ids_B_T.device),
+        )
+    finally:
+        handle.remove()
+    return captured[0]
+
+
+def head_weight(model: nn.Module) -> Tensor:
+    """The LM head's weight V x H (the embedding when tied); refuses heads this path does not
+    reproduce: a bias, or logits scaled or soft-capped by the model (Qwen3 and Llama have none)."""
+    causal_lm: Any = model  # a Hugging Face causal LM
+    head = causal_lm.get_output_embeddings()
+    config = getattr(model, "config", None)
+    if not isinstance(head, nn.Linear) or head.bias is not None:
+        raise ConfigError(f"{type(model).__name__}: the chunked LM head needs a bias-free nn.Linear head")
+    for name in ("final_logit_softcapping", "logit_scale", "logits_scaling"):
+        if getattr(config, name, None) not in (None, 1.0):
+            raise ConfigError(
+                f"{type(model).__name__}: config.{name} = {getattr(config, name)} is not applied by the "
+                "chunked LM head"
+            )
+    return head.weight
 
 
 def mini_batch_members(sample_ids: Sequence[int], mini_batches: int) -> list[list[int]]:

@@ -46,7 +46,14 @@ def topk_reverse_kl(
     # bf16/fp16 logits are lifted to fp32 for the softmax; fp64 stays fp64 (gradient checks).
     compute_dtype = torch.promote_types(student_logits_N_V.dtype, torch.float32)
     student_logprobs_N_V = torch.log_softmax(student_logits_N_V.to(compute_dtype), dim=-1)
-    ls_N_K = student_logprobs_N_V.gather(-1, teacher_ids_N_K)
+    return support_reverse_kl(student_logprobs_N_V.gather(-1, teacher_ids_N_K), teacher_logprobs_N_K, support)
+
+
+def support_reverse_kl(
+    student_logprobs_N_K: Tensor, teacher_logprobs_N_K: Tensor, support: TopKSupport = "tail"
+) -> Tensor:
+    """The same from the student's full-vocabulary log-probs already gathered at the top-K ids."""
+    ls_N_K = student_logprobs_N_K
     lt_N_K = teacher_logprobs_N_K.to(ls_N_K.dtype)
     match support:
         case "tail":

@@ -36,7 +36,7 @@ from services.contracts.learner import (
 )
 from services.errors import ConflictError
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
-from services.learner.fsdp import apply_fsdp
+from services.learner.fsdp import apply_fsdp, master_dtype
 from services.learner.objective import (
     collate,
     micro_batch_loss,
@@ -70,8 +70,11 @@ def train_loop(config: dict[str, Any]) -> None:
     torch.manual_seed(settings.run.seed)
 
     resume = latest_checkpoint(run_dir)
-    model = load_causal_lm(str(resume or base_model), device=str(device), dtype=settings.learner.dtype)
-    apply_fsdp(model)
+    # float32 master weights whatever the compute dtype; bfloat16 compute is FSDP2's mixed precision
+    model = load_causal_lm(
+        str(resume or base_model), device=str(device), dtype=master_dtype(settings.learner.dtype)
+    )
+    apply_fsdp(model, settings.learner.dtype)
     model.train()
     optim = torch.optim.AdamW(
         model.parameters(), lr=settings.optim.lr, weight_decay=settings.optim.weight_decay
@@ -133,7 +136,12 @@ def _step(
         for group in ([member[i] for i in g] for g in groups):
             mb = collate([samples[i] for i in group], pad_id=0, device=device)
             loss, kl_N = micro_batch_loss(
-                model, mb, settings.distill.topk_support, settings.distill.clip_ratio, loss_scale=scale
+                model,
+                mb,
+                settings.distill.topk_support,
+                settings.distill.clip_ratio,
+                loss_scale=scale,
+                chunk_tokens=settings.learner.logits_chunk_tokens,
             )
             loss.backward()
             weighted += loss.item() / scale

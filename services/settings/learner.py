@@ -6,11 +6,22 @@ from pydantic import Field
 
 from services.settings.section import Section
 
+DEFAULT_LOGITS_CHUNK_TOKENS = 1024
+
 
 class LearnerSettings(Section):
-    dtype: Literal["float32", "bfloat16"] = Field("float32", description="Parameter dtype of the student.")
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32",
+        description="Compute dtype of the student; parameters, gradient reduction and AdamW stay float32 "
+        "(bfloat16: FSDP2 mixed precision).",
+    )
     num_cpus_per_worker: float = Field(1.0, gt=0.0, description="Logical CPUs each learner worker reserves.")
     token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
+    logits_chunk_tokens: int = Field(
+        DEFAULT_LOGITS_CHUNK_TOKENS,
+        ge=1,
+        description="Supervised positions whose LM-head logits (x vocabulary) are computed at once.",
+    )
     checkpoint_every: int = Field(10, ge=1, description="Save a checkpoint every N optimizer steps.")
     keep_checkpoints: int = Field(2, ge=1, description="How many recent checkpoints to keep on disk.")
     step_timeout_s: float = Field(1800.0, gt=0.0, description="Max seconds to wait for one optimizer step.")
