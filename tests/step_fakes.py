@@ -1,13 +1,16 @@
 """Fake step services (no Ray) for the orchestrator's unit tests: a controller, a rollout pool that
-hands its trajectories over in two chunks, a teacher whose scores follow from the tokens, a learner."""
+hands its trajectories over in two chunks, a teacher whose scores follow from the tokens, a learner,
+and an in-memory store for the real controller service."""
 
 import numpy as np
 
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
+from services.contracts.controller_state import ControllerState
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory, TurnRecord
+from services.controller.store import StateStore
 from services.teacher_scorer.engine import RowScores
 
 TOP_K = 2
@@ -38,10 +41,10 @@ class FakeController:
     def __init__(self):
         self.ingested: list[tuple[int, ProbeStats | None]] = []
 
-    def plan(self, step):
+    def plan(self, step, lag=0):
         return StepPlan(step=step, probe=True, h_roll=6, h_hat=3, alpha=0.5, weights_version=step - 1)
 
-    def ingest(self, step, stats):
+    def ingest(self, step, stats, lag=0):
         self.ingested.append((step, stats))
         return StepDecision(step=step, probe=True, h_roll=6, h_hat=3, h_bar=4.5, h_eff=1, h_cov=2, h_ctrl=2)
 
@@ -52,6 +55,7 @@ class FakePool:
     def __init__(self, trajectories=TRAJECTORIES):
         self.trajectories = trajectories
         self.published: list[tuple[object, int]] = []
+        self.weights_version = 3
 
     def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
         half = len(self.trajectories) // 2
@@ -62,12 +66,13 @@ class FakePool:
 
     def result(self, trajectories):
         return RolloutResult(
-            trajectories=trajectories, failures=[], worker="rollout-pool", weights_version=3,
+            trajectories=trajectories, failures=[], worker="rollout-pool", weights_version=self.weights_version,
             generated_tokens=sum(len(t.sampler_logprobs) for t in trajectories), wall_s=1.0,
         )  # fmt: skip
 
     def publish_weights(self, weights_ref, version):
         self.published.append((weights_ref, version))
+        self.weights_version = version
 
 
 class FakeTeacher:
@@ -111,3 +116,38 @@ class FakeLearner:
             grad_norm=1.0, weights_version=batch.step, turn_stats=record, forward_backward_s=0.0, optimizer_s=0.0,
         )  # fmt: skip
         return result, f"weights-{batch.step}"
+
+
+class MemoryStore(StateStore):
+    """The controller's state, decisions and probes in memory; ``reads`` counts reads of the decisions."""
+
+    def __init__(self) -> None:
+        self.state: ControllerState | None = None
+        self.saved: list[StepDecision] = []
+        self.stats: dict[int, ProbeStats] = {}
+        self.reads = 0
+
+    def load(self):
+        return self.state
+
+    def save(self, state, decision, stats):
+        self.state = state
+        if decision is not None:
+            self.saved.append(decision)
+        if stats is not None:
+            self.stats[stats.step] = stats
+
+    def rewind(self, state):
+        self.state = state
+        self.saved = self.saved[: state.depth.step]
+        self.stats = {k: v for k, v in self.stats.items() if k <= state.depth.step}
+
+    def decisions(self):
+        self.reads += 1
+        return list(self.saved)
+
+    def probes(self):
+        return dict(self.stats)
+
+    def ping(self):
+        pass

@@ -15,7 +15,7 @@ import redis
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
 from services.contracts.operations import ControllerHealth
-from services.controller import schedule
+from services.controller import depth, schedule
 from services.controller.store import StateStore, open_store
 from services.errors import ConflictError, TurnOPDError
 from services.service_auth import check_redis_url
@@ -42,12 +42,22 @@ class ControllerService:
             )
         self.state = loaded
 
-    def plan(self, step: int) -> StepPlan:
-        return schedule.plan(self.state, step, self.settings)
+    def plan(self, step: int, lag: int = 0) -> StepPlan:
+        """Step k's plan from the state after step max(k-1-lag, 0) (``lag``: the run's staleness s)."""
+        if lag == 0:
+            return schedule.plan(self.state, step, self.settings)
+        return schedule.plan(self._basis(step, lag), step, self.settings, lag)
 
-    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision:
-        """Complete step k (probe statistics on probe steps); persisted before returning."""
-        new_state, decision = schedule.complete(self.state, step, stats, self.settings)
+    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision:
+        """Complete step k (probe statistics on probe steps); persisted before returning.
+
+        ``lag`` s >= 1: step k was planned from the state after step max(k-1-s, 0), recorded as the
+        decision's ``planned_from``.
+        """
+        if self.state.last is not None and self.state.last.step == step:
+            return self.state.last  # already completed: a retry
+        basis = None if lag == 0 else self._basis(step, lag).depth
+        new_state, decision = schedule.complete(self.state, step, stats, self.settings, basis)
         if new_state is not self.state:
             self.store.save(new_state, decision, stats if decision.probe else None)
             self.state = new_state
@@ -55,6 +65,12 @@ class ControllerService:
 
     def snapshot(self) -> ControllerState:
         return self.state
+
+    def _basis(self, step: int, lag: int) -> ControllerState:
+        """The state after step max(step-1-lag, 0); the stored decisions are read only when it lies behind."""
+        behind = self.state.depth.step > depth.plan_basis_step(step, lag)
+        decisions = self.store.decisions() if behind else []
+        return schedule.basis_state(self.state, decisions, step, lag, self.settings)
 
     def rewind(self, step: int) -> ControllerState:
         """Go back to the state after ``step`` (a resumed learner restarts there); later steps are forgotten."""
@@ -81,9 +97,9 @@ class ControllerService:
             redis_ok, error = True, ""
         except redis.exceptions.RedisError as exc:
             redis_ok, error = False, f"{type(exc).__name__}: {exc}"
-        depth = self.state.depth
+        now = self.state.depth
         return ControllerHealth(
-            step=depth.step, h_bar=depth.h_bar, redis_ok=redis_ok, redis_error=error, pid=os.getpid()
+            step=now.step, h_bar=now.h_bar, redis_ok=redis_ok, redis_error=error, pid=os.getpid()
         )
 
 
@@ -92,11 +108,11 @@ class ControllerActor:
     def __init__(self, settings: TurnOPDSettings, run_id: str, redis_url: str) -> None:
         self._service = ControllerService(settings, run_id, open_store("redis", redis_url, run_id))
 
-    def plan(self, step: int) -> StepPlan:
-        return self._service.plan(step)
+    def plan(self, step: int, lag: int = 0) -> StepPlan:
+        return self._service.plan(step, lag)
 
-    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision:
-        return self._service.ingest(step, stats)
+    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision:
+        return self._service.ingest(step, stats, lag)
 
     def snapshot(self) -> ControllerState:
         return self._service.snapshot()

@@ -72,7 +72,8 @@ def _check_basis(state: ControllerState, k: int, lag: int) -> None:
 def plan(state: ControllerState, k: int, settings: TurnOPDSettings, lag: int = 0) -> StepPlan:
     """What to run at step k: probe flag, rollout depth, blend alpha, weights version to roll out with.
 
-    ``state`` is the state after step max(k-1-lag, 0): after step k-1 for the synchronous step.
+    ``state`` is the state after step max(k-1-lag, 0): after step k-1 for the synchronous step. The
+    weights are the learner's after that same step (version max(k-1-lag, 0)).
     """
     _check_basis(state, k, lag)
     cfg = settings.depth
@@ -93,7 +94,7 @@ def plan(state: ControllerState, k: int, settings: TurnOPDSettings, lag: int = 0
         h_roll=h_roll,
         h_hat=h_hat,
         alpha=step_alpha(state, k, settings),
-        weights_version=k - 1,
+        weights_version=depth.plan_basis_step(k, lag),
     )
 
 
@@ -159,3 +160,27 @@ def state_at(
             "last": kept[-1],
         }
     )
+
+
+def basis_state(
+    current: ControllerState,
+    decisions: Sequence[StepDecision],
+    k: int,
+    lag: int,
+    settings: TurnOPDSettings,
+) -> ControllerState:
+    """The state step k is planned from under staleness ``lag``: the state after step max(k-1-lag, 0).
+
+    ``current`` itself when it is that state; rebuilt from the recorded ``decisions`` when the
+    controller has already completed later steps. Never a guess: a ConflictError if that step is
+    not completed yet (the caller waits for its ingest).
+    """
+    basis = depth.plan_basis_step(k, lag)
+    if current.depth.step == basis:
+        return current
+    if current.depth.step < basis:
+        raise ConflictError(
+            f"under staleness {lag} step {k} is planned from the state after step {basis}, but the "
+            f"controller has completed step {current.depth.step} only; ingest step {basis} first"
+        )
+    return state_at(current, decisions, basis, settings)

@@ -44,12 +44,12 @@ class ControllerClient:
         with self._lock:
             self._handle = handle
 
-    def plan(self, step: int) -> StepPlan:
-        plan: StepPlan = self._call("plan", step)
+    def plan(self, step: int, lag: int = 0) -> StepPlan:
+        plan: StepPlan = self._call("plan", step, lag)
         return plan
 
-    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision:
-        decision: StepDecision = self._call("ingest", step, stats)
+    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision:
+        decision: StepDecision = self._call("ingest", step, stats, lag)
         return decision
 
     def rewind(self, step: int) -> ControllerState:

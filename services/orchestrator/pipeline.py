@@ -1,29 +1,61 @@
-"""`turnopd train`: the step loop over the services of ``stack.py``, with logs, metrics and evaluation."""
+"""`turnopd train`: the step loop over the services of ``stack.py``, with logs, metrics and evaluation.
+
+``[pipeline] max_staleness`` = 0 (the default) runs one synchronous step after the other
+(``step.run_step``), evaluating between steps. s >= 1 overlaps them (``OverlappedSteps``): the
+rollouts and teacher scoring of steps k+1..k+s run while the learner trains step k, with weights
+at most s versions old; each step is still logged in order, once.
+"""
 
 import json
+import queue
+import threading
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 import ray
 from prometheus_client import CollectorRegistry
 
+from services.contracts.controller import StepPlan
+from services.contracts.learner import LearnerBatch
 from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.rollout import EpisodeTask
+from services.controller.depth import plan_basis_step
 from services.diagnostics.step_stats import step_stats
+from services.errors import TurnOPDError
 from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
+from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.evaluation import evaluate
 from services.orchestrator.live_status import LiveRun
 from services.orchestrator.metrics_exporter import MetricsExporter
+from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.restart_loop import RestartLoop
 from services.orchestrator.restarts import ServiceRestarts
 from services.orchestrator.run_control import start_run_control, stop_run_control
 from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.orchestrator.stack import Stack, connect_ray, start_stack
-from services.orchestrator.step import run_step
+from services.orchestrator.step import (
+    ControllerLike,
+    LearnerLike,
+    Played,
+    RolloutPoolLike,
+    StepOutcome,
+    overlapped_times,
+    play_and_score,
+    run_step,
+    step_metrics,
+)
+from services.orchestrator.step_data import learner_batch
 from services.orchestrator.tasks import step_tasks
 from services.orchestrator.training_metrics import TrainingMetrics
 from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.handle_client import TeacherHandleClient
 
+T = TypeVar("T")
 StepCallback = Callable[[StepMetrics], None]
 EvalCallback = Callable[[EvalRecord], None]
 
@@ -49,11 +81,190 @@ def _resume(stack: Stack, run: RunDir) -> int:
     return start
 
 
-def _eval_due(settings: TurnOPDSettings, step: int) -> bool:
+def eval_due(settings: TurnOPDSettings, step: int) -> bool:
     """Whether the schedule evaluates after ``step`` (step 0: before training, if ``eval.at_start``)."""
     if step == 0:
         return settings.eval.at_start
     return step % settings.eval.interval == 0 or step == settings.optim.steps
+
+
+class LaneStopped(TurnOPDError, RuntimeError):
+    """The other lane failed, or the run is stopping: this lane gives up its wait."""
+
+
+@dataclass(frozen=True)
+class PlayedStep:
+    """What the rollout lane hands the learner lane for step k."""
+
+    plan: StepPlan
+    played: Played
+    batch: LearnerBatch
+    started: float  # perf_counter when the pool began playing the step
+    ready: float  # when the batch was ready for the learner
+
+
+class OverlappedSteps:
+    """Steps ``start+1..optim.steps`` with staleness s = ``[pipeline] max_staleness`` >= 1, in two lanes.
+
+    The rollout lane (a thread of its own) plans, plays and scores step j and hands its batch over;
+    before step j it waits until the learner lane has finished step j-1-s (so the plan's basis is
+    ingested and those weights exist) and publishes version max(j-1-s, start) to the pool. It never
+    publishes during a play, and publishes each version in turn, so every trajectory of step j is
+    played with exactly that version and the pool's versions only increase. Where it publishes
+    version v it also runs the evaluation due after step v (``evaluate``); after the last step it
+    publishes the remaining versions up to the last one.
+
+    The learner lane (the caller's thread, ``run``) takes the batches in step order, runs the
+    update, ingests the probe statistics (controller state after exactly step k) and calls
+    ``on_step`` with the step's outcome; a learner restart happens there, between steps.
+
+    Resume: only the checkpoint's weights (``start``) exist, so steps start+1..start+s are played
+    with version ``start`` (lag below s). A replaced learner resumes with exactly the weights and
+    optimizer state of the step it replaced, so the batches already played stay valid.
+    """
+
+    def __init__(
+        self,
+        settings: TurnOPDSettings,
+        start: int,
+        controller: ControllerLike,
+        pool: RolloutPoolLike,
+        teacher: TeacherHandleClient,
+        tasks_of: Callable[[int], list[EpisodeTask]],
+        evaluate: Callable[[int, float], None],
+        copy_weights: Callable[[Any], Any],
+    ) -> None:
+        self.settings = settings
+        self.staleness = settings.pipeline.max_staleness
+        self.start, self.last = start, settings.optim.steps
+        self.controller, self.pool, self.teacher = controller, pool, teacher
+        self.tasks_of, self.evaluate, self.copy_weights = tasks_of, evaluate, copy_weights
+        self.activity = PoolActivity()
+        self._changed = threading.Condition()
+        self._publishing = threading.Lock()  # a publish, or a copy of the weights it could publish
+        self._done = start  # the last step the learner lane finished (updated and ingested)
+        self._cumulative = {start: 0.0}  # step -> the steps' summed wall time after it
+        self._weights: dict[int, Any] = {}  # version -> ObjectRef, made and not yet published
+        self._batches: dict[int, PlayedStep] = {}
+        self._failure: BaseException | None = None
+        self._stopping = False
+        self._thread = threading.Thread(target=self._roll, name="rollout-lane", daemon=True)
+
+    def run(
+        self,
+        learner_of: Callable[[], LearnerLike],
+        cumulative_s: float,
+        on_step: Callable[[StepOutcome], None],
+    ) -> None:
+        """Train every step in order; ``learner_of`` gives the current learner (restarts replace it)."""
+        self._cumulative[self.start] = cumulative_s
+        self._thread.start()
+        try:
+            for k in range(self.start + 1, self.last + 1):
+                on_step(self._learn(k, learner_of()))
+            self._thread.join()
+            self._raise_failure()
+        finally:
+            with self._changed:
+                self._stopping = True
+                self._changed.notify_all()
+
+    def own_weights(self) -> None:
+        """Copy the versions not yet published into objects this process owns (before a learner closes)."""
+        with self._publishing:
+            with self._changed:
+                held = dict(self._weights)
+            owned = {version: self.copy_weights(ref) for version, ref in held.items()}
+            with self._changed:
+                self._weights.update({v: ref for v, ref in owned.items() if v in self._weights})
+
+    def _learn(self, k: int, learner: LearnerLike) -> StepOutcome:
+        waiting = time.perf_counter()
+        item = self._wait(lambda: self._batches.get(k))
+        took = time.perf_counter()
+        with self.activity.busy("learner"):
+            result, weights_ref = learner.step(item.batch)
+        learned = time.perf_counter()
+        stats = probe_stats(result.turn_stats) if item.plan.probe else None
+        decision = self.controller.ingest(k, stats, self.staleness)
+        done = time.perf_counter()
+        busy, shared = self.activity.within((waiting, done))
+        times = overlapped_times(
+            (waiting, done), took, learned, item.played, item.started, item.ready, busy, shared
+        )
+        cumulative = self._cumulative[k - 1]
+        metrics = step_metrics(
+            self.settings, item.plan, decision, result, item.played.rollout, times, cumulative
+        )
+        with self._changed:
+            del self._batches[k]
+            self._weights[k] = weights_ref
+            self._cumulative[k] = metrics.cumulative_s
+            self._done = k
+            self._changed.notify_all()
+        return StepOutcome(plan=item.plan, decision=decision, result=result, metrics=metrics)
+
+    def _roll(self) -> None:
+        try:
+            for j in range(self.start + 1, self.last + 1):
+                basis = plan_basis_step(j, self.staleness)
+                self._wait(partial(self._finished, basis))
+                version = max(basis, self.start)
+                self._publish_through(version)
+                plan = self.controller.plan(j, self.staleness).model_copy(update={"weights_version": version})
+                self._play(j, plan)
+            self._publish_through(self.last)
+        except LaneStopped:
+            return
+        except BaseException as exc:  # handed to the learner lane, which raises it
+            with self._changed:
+                self._failure = exc
+                self._changed.notify_all()
+
+    def _play(self, j: int, plan: StepPlan) -> None:
+        started = time.perf_counter()
+        played = play_and_score(
+            j, self.tasks_of(j), plan, self.settings, self.pool, self.teacher, self.activity
+        )
+        blend = self.settings.blend
+        batch = learner_batch(plan, played.supervised, played.scores, blend.min_floor, blend.min_frac)
+        with self._changed:
+            self._batches[j] = PlayedStep(plan, played, batch, started, time.perf_counter())
+            self._changed.notify_all()
+
+    def _publish_through(self, version: int) -> None:
+        """Publish each version after the pool's up to ``version``, evaluating where one is due."""
+        for v in range(self.pool.weights_version + 1, version + 1):
+            self._wait(partial(self._finished, v))
+            with self._publishing:
+                with self._changed:
+                    ref = self._weights[v]
+                    for old in [u for u in self._weights if u <= v]:
+                        del self._weights[old]
+                self.pool.publish_weights(ref, v)
+            if eval_due(self.settings, v):
+                with self.activity.busy("rollout"):
+                    self.evaluate(v, self._cumulative[v])
+
+    def _finished(self, step: int) -> bool | None:
+        """True once the learner lane has finished ``step`` (None: not yet)."""
+        return True if self._done >= step else None
+
+    def _wait(self, ready: Callable[[], T | None]) -> T:
+        """Wait until ``ready()`` has a value; LaneStopped (or the other lane's failure) first."""
+        with self._changed:
+            while True:
+                self._raise_failure()
+                if self._stopping:
+                    raise LaneStopped("the run is stopping")
+                value = ready()
+                if value is not None:
+                    return value
+                self._changed.wait()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
 
 def train(
@@ -86,31 +297,8 @@ def train(
         ops = RestartLoop(live, restarts).start()
         exits.callback(ops.stop)
         cumulative = _cumulative_before(run)
-        if _eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
-            # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
-            live.set_phase("evaluating")
-            record = evaluate(
-                stack.pool, settings, step=start, weights_version=start, cumulative_s=cumulative
-            )
-            run.append(EVAL_FILE, record.model_dump_json())
-            live.eval_done(record)
-            on_eval(record)
-        live.set_phase("training")
-        env = settings.rollout.env
-        for k in range(start + 1, settings.optim.steps + 1):
-            tasks = step_tasks(
-                env,
-                "train",
-                settings.optim.batch,
-                settings.rollout.n,
-                k,
-                settings.run.seed,
-                settings.rollout.task_types,
-            )
-            out = run_step(
-                k, tasks, settings, stack.controller, stack.pool, stack.teacher, stack.learner, cumulative
-            )
-            cumulative = out.metrics.cumulative_s
+
+        def record_step(out: StepOutcome) -> None:
             run.append(TURN_STATS_FILE, out.result.turn_stats.model_dump_json())
             run.append(DECISIONS_FILE, out.decision.model_dump_json())
             run.append(METRICS_FILE, out.metrics.model_dump_json())
@@ -122,13 +310,69 @@ def train(
             exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
             live.step_done(out.metrics)
             on_step(out.metrics)
-            if _eval_due(settings, k):
-                live.set_phase("evaluating")
-                record = evaluate(stack.pool, settings, step=k, weights_version=k, cumulative_s=cumulative)
-                run.append(EVAL_FILE, record.model_dump_json())
-                live.eval_done(record)
-                on_eval(record)
-                live.set_phase("training")
-            ops.at_step_boundary(k)
+
+        def evaluated(step: int, cumulative_s: float) -> EvalRecord:
+            """Evaluate the weights the pool holds (version ``step``) and log it."""
+            record = evaluate(
+                stack.pool, settings, step=step, weights_version=step, cumulative_s=cumulative_s
+            )
+            run.append(EVAL_FILE, record.model_dump_json())
+            live.eval_done(record)
+            return record
+
+        if eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
+            # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
+            live.set_phase("evaluating")
+            on_eval(evaluated(start, cumulative))
+        live.set_phase("training")
+
+        def tasks_of(k: int) -> list[EpisodeTask]:
+            r = settings.rollout
+            return step_tasks(r.env, "train", settings.optim.batch, r.n, k, settings.run.seed, r.task_types)
+
+        if settings.pipeline.max_staleness == 0:
+            for k in range(start + 1, settings.optim.steps + 1):
+                out = run_step(
+                    k,
+                    tasks_of(k),
+                    settings,
+                    stack.controller,
+                    stack.pool,
+                    stack.teacher,
+                    stack.learner,
+                    cumulative,
+                )
+                cumulative = out.metrics.cumulative_s
+                record_step(out)
+                if eval_due(settings, k):
+                    live.set_phase("evaluating")
+                    on_eval(evaluated(k, cumulative))
+                    live.set_phase("training")
+                ops.at_step_boundary(k)
+        else:
+            evals: queue.SimpleQueue[EvalRecord] = queue.SimpleQueue()
+
+            def report_evals() -> None:  # the rollout lane evaluates; on_eval runs on this thread
+                while not evals.empty():
+                    on_eval(evals.get())
+
+            def step_done(out: StepOutcome) -> None:
+                record_step(out)
+                report_evals()
+                ops.at_step_boundary(out.metrics.step)
+
+            lanes = OverlappedSteps(
+                settings,
+                start,
+                stack.controller,
+                stack.pool,
+                stack.teacher,
+                tasks_of,
+                lambda step, cumulative_s: evals.put(evaluated(step, cumulative_s)),
+                lambda ref: ray.put(ray.get(ref)),
+            )
+            restarts.keep_weights.append(lanes.own_weights)
+            lanes.run(lambda: stack.learner, cumulative, step_done)
+            report_evals()
         live.set_phase("finished")
         return settings.optim.steps

@@ -15,7 +15,10 @@ Training never stops, skips or repeats an optimizer step:
   is sent again to it (``plan`` is pure, ``ingest`` of a stored step returns the stored decision).
 * ``learner``: stateful, so it is replaced at a step boundary by the driver's own thread: the
   completed step is checkpointed, the trainer closed, and a new one resumes from that checkpoint
-  (it must report the same step, else the run stops). The pool already holds those weights.
+  (it must report the same step, else the run stops). The pool already holds those weights;
+  before the old trainer goes, the weights its rank 0 put in the object store that are still
+  needed (the pool's; with ``[pipeline] max_staleness`` >= 1, versions not yet published) are
+  copied into objects the driver owns (``keep_weights``).
 * ``redis`` (the embedded server only): stopped and started again on the same port and
   append-only file; the controller's commands reconnect and a transaction cut off is run again.
 
@@ -26,6 +29,7 @@ the settings it had, and reports the failure.
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import ray
@@ -67,6 +71,9 @@ class ServiceRestarts:
             kind: settings for kind in ("teacher", "env-gateway", "controller", "learner", "redis")
         }
         self.history: list[RestartResult] = []
+        # Run before a learner closes (after the pool's own copy): each copies the weights the old
+        # learner put that it still holds.
+        self.keep_weights: list[Callable[[], None]] = []
 
     def version(self, service: str) -> str:
         """Config hash of the settings ``service`` runs with now."""
@@ -204,6 +211,8 @@ class ServiceRestarts:
         stack = self.stack
         if step > 0:
             stack.learner.checkpoint(step)
+        for keep in [stack.pool.own_weights, *self.keep_weights]:
+            keep()
         stack.learner.close()
         old = self.settings["learner"]
         try:

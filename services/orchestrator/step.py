@@ -1,4 +1,5 @@
-"""One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest.
+"""One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest;
+and the pieces the overlapped pipeline (``pipeline.py``, ``[pipeline] max_staleness`` >= 1) shares with it.
 
 With ``[pipeline] stream_teacher`` the teacher scores each rollout chunk as soon as the pool hands it
 over, while the step's other chunks still play; the learner still gets the whole batch, in the same
@@ -8,6 +9,7 @@ so the same function runs on the embedded default and on a cluster.
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,7 +19,13 @@ from services.contracts.orchestrator import StepMetrics, StepTimes
 from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import TurnOPDError
-from services.orchestrator.busy_time import Interval, busy_seconds, overlap_seconds, shared_seconds
+from services.orchestrator.busy_time import (
+    Interval,
+    PoolActivity,
+    busy_seconds,
+    overlap_seconds,
+    shared_seconds,
+)
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step_data import TeacherScores, learner_batch, supervised_trajectories
 from services.orchestrator.teacher_scores import ScoreStream, score_after_rollouts
@@ -26,6 +34,9 @@ from services.teacher_scorer.handle_client import TeacherHandleClient
 
 
 class RolloutPoolLike(Protocol):
+    @property
+    def weights_version(self) -> int: ...
+
     def play(
         self,
         tasks: list[EpisodeTask],
@@ -40,9 +51,9 @@ class RolloutPoolLike(Protocol):
 
 
 class ControllerLike(Protocol):
-    def plan(self, step: int) -> StepPlan: ...
+    def plan(self, step: int, lag: int = 0) -> StepPlan: ...
 
-    def ingest(self, step: int, stats: ProbeStats | None) -> StepDecision: ...
+    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision: ...
 
 
 class LearnerLike(Protocol):
@@ -79,17 +90,26 @@ def play_and_score(
     settings: TurnOPDSettings,
     pool: RolloutPoolLike,
     teacher: TeacherHandleClient,
+    activity: PoolActivity | None = None,
 ) -> Played:
-    """Play step k's tasks and score them: after the rollouts, or streamed while they play."""
+    """Play step k's tasks and score them: after the rollouts, or streamed while they play.
+
+    ``activity``: where the rollout pool's and the teacher's work is also marked as it happens.
+    """
     temperature, top_k = settings.rollout.temperature, settings.distill.distill_topk
+    rollout_busy = nullcontext() if activity is None else activity.busy("rollout")
     if not settings.pipeline.stream_teacher:
-        rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version)
+        with rollout_busy:
+            rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version)
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
-        scores, intervals = score_after_rollouts(teacher, supervised, top_k)
+        scores, intervals = score_after_rollouts(teacher, supervised, top_k, activity)
         return Played(rollout, supervised, scores, done, intervals)
-    with ScoreStream(teacher, top_k) as stream:
-        rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version, on_result=stream.submit)
+    with ScoreStream(teacher, top_k, activity) as stream:
+        with rollout_busy:
+            rollout = pool.play(
+                tasks, plan.h_roll, temperature, plan.weights_version, on_result=stream.submit
+            )
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
         scores = stream.collect(supervised)
@@ -128,7 +148,6 @@ def run_step(
     stats = probe_stats(result.turn_stats) if plan.probe else None
     decision = controller.ingest(k, stats)
     t5 = time.perf_counter()
-    trajs = rollout.trajectories
     busy = {"rollout": [(t1, t2)], "teacher": played.teacher_intervals, "learner": [(t3, t4)]}
     times = StepTimes(
         rollout_s=t2 - t1,
@@ -142,8 +161,23 @@ def run_step(
         learner_busy_s=t4 - t3,
         overlap_s=shared_seconds(busy.values(), (t0, t5)),
     )
-    metrics = StepMetrics(
-        step=k,
+    metrics = step_metrics(settings, plan, decision, result, rollout, times, cumulative_s)
+    return StepOutcome(plan=plan, decision=decision, result=result, metrics=metrics)
+
+
+def step_metrics(
+    settings: TurnOPDSettings,
+    plan: StepPlan,
+    decision: StepDecision,
+    result: LearnerStepResult,
+    rollout: RolloutResult,
+    times: StepTimes,
+    cumulative_s: float,
+) -> StepMetrics:
+    """The ``metrics.jsonl`` line of step ``plan.step``; ``cumulative_s`` is the sum of the steps before."""
+    trajs = rollout.trajectories
+    return StepMetrics(
+        step=plan.step,
         method=settings.run.method,
         probe=plan.probe,
         h_roll=plan.h_roll,
@@ -165,8 +199,45 @@ def run_step(
         generated_tokens=rollout.generated_tokens,
         weights_version=result.weights_version,
         rollout_weights_version=plan.weights_version,
-        weights_lag=k - 1 - plan.weights_version,
+        weights_lag=plan.step - 1 - plan.weights_version,
         times=times,
         cumulative_s=cumulative_s + times.total_s,
     )
-    return StepOutcome(plan=plan, decision=decision, result=result, metrics=metrics)
+
+
+def overlapped_times(
+    window: Interval,
+    took: float,
+    learned: float,
+    played: Played,
+    played_from: float,
+    ready: float,
+    busy: dict[str, float],
+    shared: float,
+) -> StepTimes:
+    """The time split of an overlapped step (``[pipeline] max_staleness`` >= 1), from the learner's side.
+
+    ``window`` runs from when the learner began waiting for the step's batch to when the step was
+    ingested; the batch came at ``took`` and the update ended at ``learned``. The wait counts as
+    rollout while the step's rollouts (``played_from`` .. ``played.rollouts_done``) still played,
+    as teacher until the batch was ready (``ready``), and as other for the rest (e.g. a plan
+    waiting on the controller); so the phases add up to ``total_s``, as in the synchronous step.
+    ``busy``: each pool's busy seconds within ``window`` (any step's work); ``shared``: the
+    seconds two or more were busy at once.
+    """
+    waiting = (window[0], took)
+    rollout_s = overlap_seconds([(played_from, played.rollouts_done)], waiting)
+    teacher_s = overlap_seconds([(played.rollouts_done, ready)], waiting)
+    learner_s, total_s = learned - took, window[1] - window[0]
+    return StepTimes(
+        rollout_s=rollout_s,
+        teacher_s=teacher_s,
+        learner_s=learner_s,
+        other_s=max(0.0, total_s - rollout_s - teacher_s - learner_s),
+        total_s=total_s,
+        teacher_busy_s=busy["teacher"],
+        teacher_overlap_s=overlap_seconds(played.teacher_intervals, (played_from, played.rollouts_done)),
+        rollout_busy_s=busy["rollout"],
+        learner_busy_s=busy["learner"],
+        overlap_s=shared,
+    )

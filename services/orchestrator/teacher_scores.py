@@ -6,12 +6,13 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
 from services.contracts.rollout import RolloutResult
 from services.contracts.trajectory import Trajectory
-from services.orchestrator.busy_time import Interval
+from services.orchestrator.busy_time import Interval, PoolActivity
 from services.orchestrator.step_data import TeacherScores, supervised_positions, supervised_trajectories
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -39,12 +40,24 @@ async def teacher_scores(
 
 
 def score_after_rollouts(
-    client: TeacherHandleClient, trajectories: Sequence[Trajectory], top_k: int
+    client: TeacherHandleClient,
+    trajectories: Sequence[Trajectory],
+    top_k: int,
+    activity: PoolActivity | None = None,
 ) -> tuple[list[TeacherScores], list[Interval]]:
-    """The synchronous step's scoring: every trajectory in one request once the rollouts are done."""
+    """The synchronous step's scoring: every trajectory in one request once the rollouts are done.
+
+    ``activity``: where the teacher's work is also marked as it happens (the overlapped pipeline).
+    """
     start = time.perf_counter()
-    scores = asyncio.run(teacher_scores(client, trajectories, top_k))
+    with teacher_busy(activity):
+        scores = asyncio.run(teacher_scores(client, trajectories, top_k))
     return scores, [(start, time.perf_counter())]
+
+
+def teacher_busy(activity: PoolActivity | None) -> AbstractContextManager[None]:
+    """Mark the teacher busy in ``activity`` for a block (nothing without one)."""
+    return nullcontext() if activity is None else activity.busy("teacher")
 
 
 class ScoreStream:
@@ -56,9 +69,10 @@ class ScoreStream:
     request was in flight. Use it as a context manager: leaving it cancels what is still in flight.
     """
 
-    def __init__(self, client: TeacherHandleClient, top_k: int) -> None:
+    def __init__(self, client: TeacherHandleClient, top_k: int, activity: PoolActivity | None = None) -> None:
         self._client = client
         self._top_k = top_k
+        self._activity = activity
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="teacher-stream", daemon=True)
         # id(trajectory) -> (the trajectory, its request, its row in the request)
@@ -109,7 +123,8 @@ class ScoreStream:
     async def _score(self, trajectories: list[Trajectory]) -> list[TeacherScores]:
         start = time.perf_counter()
         try:
-            return await teacher_scores(self._client, trajectories, self._top_k)
+            with teacher_busy(self._activity):
+                return await teacher_scores(self._client, trajectories, self._top_k)
         finally:
             self.intervals.append((start, time.perf_counter()))
 

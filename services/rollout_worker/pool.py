@@ -324,6 +324,21 @@ class RolloutPool:
                     self.stats.crashes_by_worker[index] += 1
                 self._recover(index)  # a restarted worker loads the new version there
 
+    def own_weights(self) -> None:
+        """Keep the published weights in an object this process owns.
+
+        An ObjectRef lives only as long as the process that put it: call this before that process
+        (the learner's rank 0) goes away, so a worker restarted later can still be reloaded.
+        """
+        with self._changes:
+            ref, version = self._weights_ref, self._version
+        if ref is None:
+            return
+        owned = ray.put(ray.get(ref))
+        with self._changes:
+            if self._version == version:  # else a newer publish came meanwhile, with its own reference
+                self._weights_ref = owned
+
     def workers_versions(self) -> dict[str, int]:
         """Each live worker's weights version (asks the actors)."""
         live = self._live_indices()

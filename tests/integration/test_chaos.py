@@ -1,10 +1,11 @@
 """Chaos: a real training run during which every service is replaced once, and a rollout worker and the
-controller are SIGKILLed.
+controller are SIGKILLed; once synchronous, once with rollouts overlapping the learner (staleness 1).
 
 Restarts go through ``services.orchestrator.run_client`` (what `turnopd restart` calls); one goes
 through the `turnopd restart` CLI in a subprocess and one `turnopd status --json` is read the same
-way. Afterwards every step 1..K is logged exactly once with nothing lost, the controller's H_bar
-series equals an independent replay of the run's probes, and the final weights version is K.
+way. Afterwards every step 1..K is logged exactly once with nothing lost, each with the weights
+version the staleness allows, the controller's H_bar series equals an independent replay of the
+run's probes under that staleness, and the final weights version is K.
 """
 
 import json
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -88,14 +90,24 @@ def worker_health(name: str) -> WorkerHealth:
     return health
 
 
-def test_every_service_restarted_during_training(ray_session, tmp_path):
+def chaos_run(
+    tmp_path: Path, staleness: int, on_step_services: dict[int, list[str]]
+) -> tuple[Any, RunDir, dict]:
+    """Train ``chaos_config`` with ``[pipeline] max_staleness = staleness``; after step k, do the
+    services listed for k (``restart:NAME``, ``cli-restart:NAME``, ``cli-status``, ``sigkill:worker``,
+    ``sigkill:controller``). Returns the settings, the run and what the background actions saw."""
     config = chaos_config(tmp_path)
+    steps = max(on_step_services) + 1
+    config.write_text(
+        config.read_text().replace("steps = 8", f"steps = {steps}")
+        + f"\n[pipeline]\nmax_staleness = {staleness}\nstream_teacher = {str(staleness > 0).lower()}\n"
+    )
     settings = load_settings(config)
-    assert settings.optim.steps == STEPS and settings.cluster.rollout_workers == 2
+    assert settings.optim.steps == steps and settings.cluster.rollout_workers == 2
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     background: list[threading.Thread] = []
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
 
     def later(fn, *args) -> None:
         thread = threading.Thread(target=fn, args=args, daemon=True)
@@ -123,43 +135,49 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
         seen["status"] = cli("status", "--json")
 
     def on_step(m: StepMetrics) -> None:
-        match m.step:
-            case 1:
-                submit_restart("rollout-worker-0")
-                later(sigkill_worker)
-            case 2:
-                submit_restart("teacher")
-            case 3:
-                later(cli_restart, "env-gateway")
-            case 4:
-                submit_restart("controller")
-                submit_restart("redis")
-            case 5:
-                submit_restart("learner")
-            case 6:
-                later(cli_status)
-            case 7:
-                later(sigkill_controller)
+        for action in on_step_services.get(m.step, []):
+            kind, _, name = action.partition(":")
+            match kind:
+                case "restart":
+                    submit_restart(name)
+                case "cli-restart":
+                    later(cli_restart, name)
+                case "cli-status":
+                    later(cli_status)
+                case "sigkill" if name == "worker":
+                    later(sigkill_worker)
+                case "sigkill" if name == "controller":
+                    later(sigkill_controller)
+                case _:
+                    raise AssertionError(action)
 
-    assert train(settings, run, config, on_step, lambda _: None) == STEPS
+    assert train(settings, run, config, on_step, lambda _: None) == steps
     for thread in background:
         thread.join(timeout=600)
+    return settings, run, seen
 
-    # every step exactly once, nothing lost, weights versions in lockstep
+
+def check_chaos_run(
+    settings: Any, run: RunDir, seen: dict, learner_after: tuple[int, ...], status_after: int
+) -> None:
+    """Every step once with nothing lost, the controller equal to a replay under the run's staleness,
+    every service replaced once and successfully, and the CLI paths' answers."""
+    steps, lag = settings.optim.steps, settings.pipeline.max_staleness
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
-    assert [m.step for m in metrics] == list(range(1, STEPS + 1))
-    assert [m.weights_version for m in metrics] == list(range(1, STEPS + 1))
+    assert [m.step for m in metrics] == list(range(1, steps + 1))
+    assert [m.weights_version for m in metrics] == list(range(1, steps + 1))
+    assert [m.rollout_weights_version for m in metrics] == [max(k - 1 - lag, 0) for k in range(1, steps + 1)]
     assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
     assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
 
     # the controller's H_bar series is continuous and equals a replay of the run's own probes
     decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
-    assert [d.step for d in decisions] == list(range(1, STEPS + 1))
+    assert [d.step for d in decisions] == list(range(1, steps + 1))
     turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
     probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
-    replayed = list(replay(probes, STEPS, settings.depth))
-    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
-        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
+    replayed = list(replay(probes, steps, settings.depth, lag))
+    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov, d.planned_from) for d in decisions] == [
+        (d.h_bar, d.h_hat, d.h_eff, d.h_cov, d.planned_from) for d in replayed
     ]
     assert [m.h_bar for m in metrics] == [d.h_bar for d in decisions]
 
@@ -170,8 +188,8 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
         ["rollout-worker-0", "teacher", "env-gateway", "controller", "redis", "learner"]
     )
     assert all(r.ok for r in results), [r.message for r in results if not r.ok]
-    assert by_service["learner"].step in (5, 6)  # at a step boundary, after the request
-    assert all(1 <= r.step < STEPS for r in results)
+    assert by_service["learner"].step in learner_after  # at a step boundary, after the request
+    assert all(1 <= r.step < steps for r in results)
 
     # the CLI paths: `turnopd restart env-gateway` and `turnopd status --json` against the live run
     restarted = seen["cli_env-gateway"]
@@ -180,7 +198,8 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
     shown = seen["status"]
     assert shown.returncode == 0, shown.stderr
     status = RunStatus.model_validate_json(shown.stdout)
-    assert status.step >= 6 and status.total_steps == STEPS and status.h_hat is not None
+    assert status.step >= status_after and status.total_steps == steps and status.h_hat is not None
+    assert status.pool_load is not None and status.weights_lag in (0, lag)
     names = [s.name for s in status.services]
     assert names == [
         "controller", "rollout-worker-0", "rollout-worker-1", "teacher", "env-gateway", "learner", "redis"
@@ -194,3 +213,32 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
     assert "killed_pid" in seen
     before, after = seen["controller_pids"]
     assert before != after  # the controller process really died mid-run, and the run went on
+
+
+def test_every_service_restarted_during_training(ray_session, tmp_path):
+    schedule = {
+        1: ["restart:rollout-worker-0", "sigkill:worker"],
+        2: ["restart:teacher"],
+        3: ["cli-restart:env-gateway"],
+        4: ["restart:controller", "restart:redis"],
+        5: ["restart:learner"],
+        6: ["cli-status"],
+        7: ["sigkill:controller"],
+    }
+    settings, run, seen = chaos_run(tmp_path, 0, schedule)
+    assert settings.optim.steps == STEPS
+    check_chaos_run(settings, run, seen, learner_after=(5, 6), status_after=6)
+
+
+def test_every_service_restarted_while_rollouts_overlap_the_learner(ray_session, tmp_path):
+    """The same with staleness 1 and streamed scoring, the restarts packed into 7 steps."""
+    schedule = {
+        1: ["restart:rollout-worker-0", "sigkill:worker"],
+        2: ["restart:teacher", "cli-restart:env-gateway"],
+        3: ["restart:controller", "restart:redis"],
+        4: ["restart:learner"],
+        5: ["cli-status"],
+        6: ["sigkill:controller"],
+    }
+    settings, run, seen = chaos_run(tmp_path, 1, schedule)
+    check_chaos_run(settings, run, seen, learner_after=(4, 5), status_after=5)

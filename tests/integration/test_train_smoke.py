@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 from rollout_fixtures import smoke_config
+from typer.testing import CliRunner
 
+from services.cli.main import build_app
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
@@ -59,3 +61,62 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     assert [m.step for m in resumed] == [1, 2, 3]  # nothing repeated, nothing skipped
     assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3]
     assert resumed[2].loss == pytest.approx(before[2], rel=1e-3)  # same weights, same rollouts, same step
+
+
+def test_train_overlapped_then_resume(ray_session, tmp_path):
+    """Staleness 1 with streamed scoring: every step once, the weights each step played, the controller
+    equal to `turnopd controller replay --lag 1`, and a resume that plays on the checkpoint's weights."""
+    config = smoke_config(tmp_path)
+    text = config.read_text().replace("steps = 3", "steps = 4")
+    config.write_text(text + "\n[pipeline]\nmax_staleness = 1\nstream_teacher = true\n")
+    settings = load_settings(config)
+    assert (settings.optim.steps, settings.pipeline.max_staleness) == (4, 1)
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    evals: list[EvalRecord] = []
+    assert train(settings, run, config, lambda m: None, evals.append) == 4
+
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in metrics] == [1, 2, 3, 4] and [m.weights_version for m in metrics] == [1, 2, 3, 4]
+    assert [m.rollout_weights_version for m in metrics] == [0, 0, 1, 2]  # step k on weights k-2
+    assert [m.weights_lag for m in metrics] == [0, 1, 1, 1]
+    assert all(m.loss > 0 and m.failed_episodes == 0 for m in metrics)
+    assert all(
+        m.times.learner_busy_s and m.times.rollout_busy_s and m.times.overlap_s is not None for m in metrics
+    )
+    assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
+    assert (
+        [e.step for e in evals] == [3, 4] == [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)]
+    )
+    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
+    assert [d.planned_from for d in decisions] == [0, 0, 1, 2]
+    assert [m.h_hat for m in metrics] == [d.h_hat for d in decisions]
+
+    def replayed_by_the_cli() -> list[dict]:
+        turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
+        probes = tmp_path / "probes.jsonl"
+        probes.write_text("".join(probe_stats(r).model_dump_json() + "\n" for r in turn_stats if r.probe))
+        shown = CliRunner().invoke(
+            build_app(), ["controller", "replay", str(probes), "--config", str(config), "--lag", "1"]
+        )
+        assert shown.exit_code == 0, shown.output
+        return [json.loads(line) for line in shown.stdout.splitlines()]
+
+    logged = [json.loads(line) for line in run.path("controller.jsonl").read_text().splitlines()]
+    assert replayed_by_the_cli() == logged  # the live decisions, exactly
+
+    # Stopped after step 4 but before its checkpoint landed: resume from step 2's. Steps 3 and 4 are
+    # played again, on the only weights there are (version 2), then trained once each.
+    shutil.rmtree(run.root / "checkpoints" / "step_000004")
+    again: list[StepMetrics] = []
+    train(settings, run, config, again.append, evals.append)
+    assert [m.step for m in again] == [3, 4]
+    resumed = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in resumed] == [1, 2, 3, 4] and [m.weights_version for m in resumed] == [1, 2, 3, 4]
+    assert [m.rollout_weights_version for m in resumed] == [0, 0, 2, 2] and resumed[2].weights_lag == 0
+    assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3, 4]
+    assert [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [3, 4]
+    logged = [json.loads(line) for line in run.path("controller.jsonl").read_text().splitlines()]
+    assert [d["planned_from"] for d in logged] == [0, 0, 1, 2]
+    assert replayed_by_the_cli() == logged
+    assert latest_checkpoint(run.root).name == "step_000004"

@@ -1,0 +1,203 @@
+"""The overlapped pipeline (``[pipeline] max_staleness`` >= 1) over fake services and the real controller
+service: which weights each step plays, when versions are published and evaluated, what is logged."""
+
+import threading
+import time
+
+import pytest
+from step_fakes import TOP_K, FakeLearner, FakePool, FakeTeacher, MemoryStore
+
+from services.contracts.controller import ProbeStats
+from services.contracts.rollout import EpisodeTask
+from services.controller.actor import ControllerService
+from services.controller.replay import replay
+from services.orchestrator.pipeline import OverlappedSteps
+from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.step import NoTrajectoriesError
+from services.settings.tree import TurnOPDSettings
+
+
+def settings(steps=6, staleness=1, stream=False):
+    return TurnOPDSettings.model_validate(
+        {
+            "distill": {"distill_topk": TOP_K},
+            "blend": {"min_floor": 1},
+            "optim": {"steps": steps},
+            "eval": {"interval": 3},
+            "depth": {"max": 6, "min": 1, "warmup_steps": 1, "probe_interval": 2, "min_cov_traj": 1},
+            "pipeline": {"max_staleness": staleness, "stream_teacher": stream},
+        }
+    )
+
+
+def tasks_of(j):
+    return [EpisodeTask(env="alfworld", split="train", seed=100 * j + i) for i in range(4)]
+
+
+class LanePool(FakePool):
+    """Plays only the weights it holds and never during a publish; logs both, in order."""
+
+    def __init__(self, events, version=0, slow=None, empty_at=None):
+        super().__init__()
+        self.events, self.weights_version, self.slow, self.empty_at = events, version, slow or {}, empty_at
+        self.playing = threading.Lock()
+
+    def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
+        step = tasks[0].seed // 100
+        assert weights_version == self.weights_version, (step, weights_version, self.weights_version)
+        with self.playing:
+            self.events.append(("play", step, weights_version))
+            time.sleep(self.slow.get(step, 0.0))
+            if step == self.empty_at:
+                return self.result([])
+            self.trajectories = [
+                t.model_copy(update={"weights_version": weights_version}) for t in self.trajectories
+            ]
+            out = super().play(tasks, h_roll, temperature, weights_version, on_result)
+            self.events.append(("played", step, weights_version))
+            return out
+
+    def publish_weights(self, weights_ref, version):
+        assert self.playing.acquire(blocking=False), "published during a play"
+        try:
+            super().publish_weights(weights_ref, version)
+        finally:
+            self.playing.release()
+
+
+class LaneLearner(FakeLearner):
+    def __init__(self, events, seconds=0.0, fail_at=None):
+        super().__init__()
+        self.events, self.seconds, self.fail_at = events, seconds, fail_at
+
+    def step(self, batch):
+        if batch.step == self.fail_at:
+            raise RuntimeError(f"learner broke at step {batch.step}")
+        time.sleep(self.seconds)
+        out = super().step(batch)
+        self.events.append(("learned", batch.step, None))
+        return out
+
+
+def lanes_over(s, pool, start=0, controller=None, evals=None):
+    controller = controller or ControllerService(s, "r", MemoryStore())
+
+    def evaluate(step, cumulative_s):
+        evals.append((step, pool.weights_version, cumulative_s))
+
+    return controller, OverlappedSteps(
+        s, start, controller, pool, FakeTeacher(), tasks_of, evaluate, lambda ref: f"own-{ref}"
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_staleness_1_plays_step_j_with_version_j_minus_2_and_logs_every_step_in_order(stream):
+    events, evals, outcomes = [], [], []
+    s = settings(stream=stream)
+    pool, learner = LanePool(events), LaneLearner(events)
+    controller, lanes = lanes_over(s, pool, evals=evals)
+    lanes.run(lambda: learner, 10.0, outcomes.append)
+
+    assert [(j, v) for kind, j, v in events if kind == "play"] == [
+        (1, 0),
+        (2, 0),
+        (3, 1),
+        (4, 2),
+        (5, 3),
+        (6, 4),
+    ]
+    assert pool.published == [(f"weights-{v}", v) for v in range(1, 7)]  # each version once, in order
+    assert [b.step for b in learner.batches] == [1, 2, 3, 4, 5, 6]
+    metrics = [o.metrics for o in outcomes]
+    assert [m.step for m in metrics] == [1, 2, 3, 4, 5, 6] and [m.weights_version for m in metrics] == list(
+        range(1, 7)
+    )
+    assert [m.rollout_weights_version for m in metrics] == [0, 0, 1, 2, 3, 4]
+    assert [m.weights_lag for m in metrics] == [0, 1, 1, 1, 1, 1]
+    assert metrics[-1].cumulative_s == pytest.approx(10.0 + sum(m.times.total_s for m in metrics))
+    for m in metrics:
+        t = m.times
+        assert t.total_s == pytest.approx(t.rollout_s + t.teacher_s + t.learner_s + t.other_s)
+        assert None not in (t.rollout_busy_s, t.teacher_busy_s, t.learner_busy_s, t.overlap_s)
+    # the evaluations after steps 3 and 6 ran on exactly those weights, with the wall time up to them
+    assert [(step, held) for step, held, _ in evals] == [(3, 3), (6, 6)]
+    assert evals[0][2] == pytest.approx(metrics[2].cumulative_s)
+    # the controller: each plan from the state after step k-2, as a replay with lag 1 finds it
+    decisions = [o.decision for o in outcomes]
+    assert [d.planned_from for d in decisions] == [0, 0, 1, 2, 3, 4]
+    assert [o.plan.h_hat for o in outcomes] == [d.h_hat for d in decisions]
+    probes = {o.metrics.step: probe_stats(o.result.turn_stats) for o in outcomes if o.plan.probe}
+    assert decisions == list(replay(probes, 6, s.depth, lag=1))
+    assert decisions == controller.decisions()
+
+
+def test_the_rollouts_of_step_k_plus_1_play_while_the_learner_trains_step_k():
+    events, outcomes = [], []
+    pool = LanePool(events, slow={j: 0.15 for j in range(1, 7)})
+    _, lanes = lanes_over(settings(steps=4, staleness=1), pool, evals=[])
+    lanes.run(lambda: LaneLearner(events, seconds=0.6), 0.0, outcomes.append)
+    assert events.index(("play", 2, 0)) < events.index(("learned", 1, None))
+    assert events.index(("play", 3, 1)) < events.index(("learned", 2, None))
+    for m in (o.metrics for o in outcomes[1:3]):
+        assert m.times.overlap_s > 0.05  # step k+1's rollouts beside step k's update
+        assert m.times.learner_busy_s >= 0.55 and m.times.rollout_busy_s > 0.05
+    assert outcomes[3].metrics.times.rollout_busy_s < 0.05  # nothing left to play beside the last step
+
+
+def test_staleness_2_lets_the_rollouts_run_two_versions_ahead():
+    events, outcomes = [], []
+    pool = LanePool(events)
+    _, lanes = lanes_over(settings(steps=5, staleness=2), pool, evals=[])
+    lanes.run(lambda: LaneLearner(events), 0.0, outcomes.append)
+    assert [(j, v) for kind, j, v in events if kind == "play"] == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 2)]
+    assert [o.decision.planned_from for o in outcomes] == [0, 0, 0, 1, 2]
+    assert [o.metrics.weights_lag for o in outcomes] == [0, 1, 2, 2, 2]
+
+
+def test_a_resumed_run_plays_the_first_steps_with_the_checkpoints_weights():
+    s = settings(steps=6)
+    controller = ControllerService(s, "r", MemoryStore())
+    for k in (1, 2, 3):  # steps 1..3 done before the run stopped; the checkpoint holds weights 3
+        stats = ProbeStats(step=k, kl_per_turn=[0.5, 0.25], survivors=[3, 1], success_turns=[1])
+        controller.ingest(k, stats if controller.plan(k, lag=1).probe else None, lag=1)
+    before = [controller.plan(k, lag=1) for k in (4, 5)]
+    controller.rewind(3)
+    events, outcomes = [], []
+    pool = LanePool(events, version=3)
+    _, lanes = lanes_over(s, pool, start=3, controller=controller, evals=[])
+    lanes.run(lambda: LaneLearner(events), 30.0, outcomes.append)
+    assert [(j, v) for kind, j, v in events if kind == "play"] == [(4, 3), (5, 3), (6, 4)]
+    assert [o.metrics.weights_lag for o in outcomes] == [0, 1, 1]  # below the bound, never above
+    assert [o.plan.h_hat for o in outcomes[:2]] == [p.h_hat for p in before]  # the same plans as before
+    assert [o.decision.planned_from for o in outcomes] == [2, 3, 4]
+    assert pool.published == [("weights-4", 4), ("weights-5", 5), ("weights-6", 6)]
+
+
+def test_weights_not_yet_published_are_copied_before_a_learner_closes():
+    events, outcomes = [], []
+    pool = LanePool(events, slow={3: 0.8})
+    _, lanes = lanes_over(settings(steps=4), pool, evals=[])
+
+    def on_step(outcome):
+        outcomes.append(outcome)
+        if outcome.metrics.step == 2:  # step 3 still plays: version 2 is not published yet
+            lanes.own_weights()
+
+    lanes.run(lambda: LaneLearner(events), 0.0, on_step)
+    assert pool.published == [("weights-1", 1), ("own-weights-2", 2), ("weights-3", 3), ("weights-4", 4)]
+
+
+def test_a_failed_rollout_stops_the_learner_lane_after_the_steps_before_it():
+    outcomes = []
+    _, lanes = lanes_over(settings(), LanePool([], empty_at=3), evals=[])
+    with pytest.raises(NoTrajectoriesError, match="step 3: all 4 episodes failed"):
+        lanes.run(lambda: LaneLearner([]), 0.0, outcomes.append)
+    assert [o.metrics.step for o in outcomes] == [1, 2]
+
+
+def test_a_failed_update_stops_the_rollout_lane():
+    _, lanes = lanes_over(settings(), LanePool([]), evals=[])
+    with pytest.raises(RuntimeError, match="learner broke at step 2"):
+        lanes.run(lambda: LaneLearner([], fail_at=2), 0.0, lambda outcome: None)
+    lanes._thread.join(timeout=5)
+    assert not lanes._thread.is_alive()
