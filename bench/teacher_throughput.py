@@ -22,11 +22,11 @@ import ray
 import torch
 from ray import serve
 
+from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.http_client import TeacherHttpClient
-from services.teacher_scorer.placement import APP_NAME
 from services.teacher_scorer.random_checkpoint import RandomQwen3Spec, cached_random_qwen3
 from services.teacher_scorer.scorer import TeacherScorer
 from services.teacher_scorer.serve_app import teacher_application

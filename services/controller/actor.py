@@ -18,11 +18,10 @@ from services.contracts.operations import ControllerHealth
 from services.controller import depth, schedule
 from services.controller.store import StateStore, open_store
 from services.errors import ConflictError, TurnOPDError
+from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
+from services.ray_names import NAMESPACE
 from services.service_auth import check_redis_url
 from services.settings.tree import TurnOPDSettings
-
-ACTOR_NAME = "controller"
-NAMESPACE = "turnopd"
 
 
 class ControllerService:

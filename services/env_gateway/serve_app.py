@@ -23,11 +23,11 @@ from services.env_gateway.app import create_app
 from services.env_gateway.runtime import GatewayRuntime
 from services.env_gateway.shard_router import ShardRouter
 from services.errors import ConfigError
+from services.ray_names import ENV_GATEWAY_APP as SERVE_APP_NAME
 from services.service_auth import check_bind
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.loader import describe_validation_error, load_settings
 
-SERVE_APP_NAME = "env-gateway"
 ROUTE_PREFIX = "/env-gateway"
 
 

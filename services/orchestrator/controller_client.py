@@ -17,8 +17,10 @@ from ray.exceptions import GetTimeoutError, RayActorError
 
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
-from services.controller.actor import ACTOR_NAME, NAMESPACE, stop_controller
+from services.controller.actor import stop_controller
 from services.errors import TurnOPDError
+from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
+from services.ray_names import NAMESPACE
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.2

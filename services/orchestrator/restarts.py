@@ -33,20 +33,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import ray
-from ray import serve
 
-from services.actor_names import wait_name_free
 from services.contracts.operations import RestartRequest, RestartResult
-from services.controller.actor import ACTOR_NAME, NAMESPACE, start_controller
+from services.controller.actor import start_controller
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError, TurnOPDError
 from services.learner.service import Learner
 from services.orchestrator.restart_settings import config_hash, restart_settings, service_kind, worker_index
-from services.orchestrator.stack import Stack, teacher_settings
+from services.orchestrator.stack import Stack, deploy_teacher
+from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
+from services.ray_names import NAMESPACE
+from services.ray_session import wait_name_free
 from services.settings import load_settings
 from services.settings.tree import TurnOPDSettings
-from services.teacher_scorer.placement import APP_NAME
-from services.teacher_scorer.serve_app import teacher_application
 
 log = logging.getLogger(__name__)
 
@@ -161,12 +160,7 @@ class ServiceRestarts:
         return "teacher redeployed (new replicas, old ones drained)"
 
     def _deploy_teacher(self, settings: TurnOPDSettings) -> None:
-        app = teacher_application(
-            teacher_settings(settings),
-            self.stack.settings.distill.distill_topk,
-            settings.security.resolved_service_token(),
-        )
-        serve.run(app, name=APP_NAME, route_prefix=f"/{APP_NAME}")
+        deploy_teacher(settings, self.stack.settings.distill.distill_topk)
 
     def _env_gateway(self, config_path: str | None) -> str:
         stack = self.stack

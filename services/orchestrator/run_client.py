@@ -16,7 +16,8 @@ import ray
 
 from services.contracts.operations import RestartRequest, RestartResult, RunStatus, check_service_name
 from services.errors import InputError, NotFoundError, TurnOPDError
-from services.orchestrator.run_control import NAMESPACE, find_run_control
+from services.orchestrator.run_control import find_run_control
+from services.ray_names import NAMESPACE
 
 _POLL_S = 0.5
 

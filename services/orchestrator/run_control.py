@@ -12,12 +12,12 @@ from typing import Any
 
 import ray
 
-from services.actor_names import wait_name_free
 from services.contracts.operations import RestartRequest, RestartResult, RunStatus
 from services.errors import ConflictError, NotFoundError
+from services.ray_names import NAMESPACE
+from services.ray_names import RUN_CONTROL_ACTOR as RUN_CONTROL_NAME
+from services.ray_session import wait_name_free
 
-RUN_CONTROL_NAME = "run-control"
-NAMESPACE = "turnopd"
 _KEPT_RESULTS = 200
 
 

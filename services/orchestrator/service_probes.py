@@ -12,9 +12,9 @@ from ray import serve
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from services.contracts.operations import ControllerHealth, RunStatus, ServiceStatus, WorkerHealth
-from services.controller.actor import ACTOR_NAME
-from services.orchestrator.run_control import NAMESPACE
-from services.teacher_scorer.placement import APP_NAME
+from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
+from services.ray_names import NAMESPACE
+from services.ray_names import TEACHER_APP as APP_NAME
 
 
 def _actor_call(name: str, method: str, timeout_s: float) -> tuple[object | None, str]:

@@ -10,7 +10,6 @@ a new one in place and registers the new one's closer on the same ``ExitStack``;
 replaced services are no-ops by then.
 """
 
-import math
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -19,18 +18,19 @@ from pathlib import Path
 import ray
 from ray import serve
 
-from services.controller.actor import NAMESPACE, start_controller
+from services.controller.actor import start_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
 from services.orchestrator.controller_client import ControllerClient
 from services.orchestrator.run_dir import RunDir
+from services.ray_names import TEACHER_APP as APP_NAME
+from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
-from services.teacher_scorer.placement import APP_NAME
 from services.teacher_scorer.serve_app import teacher_application
 
 
@@ -84,12 +84,16 @@ def teacher_settings(settings: TurnOPDSettings) -> TeacherSettings:
     return teacher.model_copy(update={"model": model})
 
 
+def deploy_teacher(settings: TurnOPDSettings, top_k: int) -> None:
+    """Deploy (or redeploy, rolling) the `teacher` Serve app from ``settings``; ``top_k``: the run's
+    ``distill.distill_topk``, which a restart with new settings must keep."""
+    app = teacher_application(teacher_settings(settings), top_k, settings.security.resolved_service_token())
+    serve.run(app, name=APP_NAME, route_prefix=f"/{APP_NAME}")
+
+
 def connect_ray(settings: TurnOPDSettings, stack: ExitStack) -> None:
     """Join ``RAY_ADDRESS``'s cluster, or start a local one big enough for the actors (once)."""
-    if not ray.is_initialized():
-        local = "RAY_ADDRESS" not in os.environ
-        cpus = max(os.cpu_count() or 1, math.ceil(logical_cpus_needed(settings))) if local else None
-        ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, num_cpus=cpus)
+    if ensure_ray(logical_cpus_needed(settings)):
         stack.callback(ray.shutdown)
 
 
@@ -107,15 +111,7 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
             LocalGateway(config_file, log_path=run.path("env_gateway.log"), port=settings.env_gateway.port)
         )
         env_url = gateway.url
-    serve.run(
-        teacher_application(
-            teacher_settings(settings),
-            settings.distill.distill_topk,
-            settings.security.resolved_service_token(),
-        ),
-        name=APP_NAME,
-        route_prefix=f"/{APP_NAME}",
-    )
+    deploy_teacher(settings, settings.distill.distill_topk)
     stack.callback(serve.delete, APP_NAME)
     pool = RolloutPool(settings, env_url, settings.models.student)
     stack.callback(pool.close)

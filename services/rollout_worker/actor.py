@@ -25,6 +25,7 @@ from services.contracts.rollout import EpisodeFailure, RolloutRequest, RolloutRe
 from services.contracts.trajectory import Trajectory
 from services.env_gateway.client import EnvGatewayClient
 from services.errors import EngineBrokenError
+from services.ray_names import NAMESPACE, rollout_worker_actor
 from services.rollout_worker.agent_loop import play_episode_outcomes
 from services.rollout_worker.engines import GenerationEngine, engine_from_settings
 from services.rollout_worker.seeds import tasks_seed
@@ -34,7 +35,6 @@ from services.settings.tree import TurnOPDSettings
 if TYPE_CHECKING:
     import torch
 
-NAMESPACE = "turnopd"
 POOL_RESOURCE = "rollout_pool"
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ T = TypeVar("T")
 
 
 def worker_name(index: int) -> str:
-    return f"rollout-worker-{index}"
+    return rollout_worker_actor(index)
 
 
 class RolloutWorkerService:

@@ -7,7 +7,6 @@ logical CPUs for the pool (and shut down afterwards).
 """
 
 import asyncio
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,8 +20,6 @@ from services.errors import InputError
 from services.rollout_worker.evaluation import eval_report, eval_tasks
 from services.rollout_worker.seeds import derive_seed
 from services.settings.tree import TurnOPDSettings
-
-NAMESPACE = "turnopd"
 
 
 @dataclass(frozen=True)
@@ -121,16 +118,12 @@ def _play(
 ) -> RolloutResult:
     import ray
 
+    from services.ray_session import ensure_ray
     from services.rollout_worker.pool import RolloutPool
 
-    started_ray = False
     if not ray.is_initialized():
         progress.stage("starting Ray")
-        local = "RAY_ADDRESS" not in os.environ
-        workers_cpus = settings.cluster.rollout_workers * settings.rollout_worker.num_cpus
-        cpus = max(os.cpu_count() or 1, int(workers_cpus + 0.999)) if local else None
-        ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, num_cpus=cpus)
-        started_ray = True
+    started_ray = ensure_ray(settings.cluster.rollout_workers * settings.rollout_worker.num_cpus)
     try:
         progress.stage(f"loading {spec.model} into {settings.cluster.rollout_workers} rollout workers")
         pool = RolloutPool(settings, url, spec.model)

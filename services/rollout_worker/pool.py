@@ -25,13 +25,15 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from services.actor_names import wait_name_free
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest, RolloutResult
 from services.errors import InputError, TurnOPDError
-from services.rollout_worker.actor import NAMESPACE, RolloutWorker, worker_name, worker_options
+from services.ray_names import NAMESPACE
+from services.ray_names import ROLLOUT_POOL as POOL_NAME
+from services.ray_session import wait_name_free
+from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options
 from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
-from services.rollout_worker.task_chunks import POOL_NAME, chunk_count, merge_results, split_even
+from services.rollout_worker.task_chunks import chunk_count, merge_results, split_even
 from services.rollout_worker.weights_version import StaleWeightsError
 from services.settings.tree import TurnOPDSettings
 

@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError
-
-POOL_NAME = "rollout-pool"
+from services.ray_names import ROLLOUT_POOL as POOL_NAME
 
 
 def split_even(n_tasks: int, parts: int) -> list[range]:

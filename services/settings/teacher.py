@@ -1,6 +1,6 @@
 """Settings of the teacher scorer: which checkpoint, which engine, how the Serve deployment batches and scales."""
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -97,7 +97,10 @@ class TeacherSettings(Section):
     client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")
     client_backoff_s: float = Field(0.5, gt=0.0, description="First retry delay; doubles per attempt.")
     client_max_backoff_s: float = Field(8.0, gt=0.0, description="Cap on one retry delay.")
-    client_timeout_s: float = Field(300.0, gt=0.0, description="HTTP client timeout of one call.")
+    REMOVED: ClassVar[dict[str, str]] = {
+        "client_timeout_s": "the run calls the teacher through its Serve handle, which has no such timeout; "
+        "an HTTP client (TeacherHttpClient) takes its own timeout_s",
+    }
 
     @model_validator(mode="after")
     def _consistent(self) -> "TeacherSettings":

@@ -5,7 +5,7 @@ message that names the dotted key (see ``services.settings.loader``).
 """
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -38,7 +38,6 @@ class RunSettings(Section):
 
 class DistillSettings(Section):
     distill_topk: int = Field(50, ge=1, description="Teacher top-K support size for the reverse-KL loss.")
-    loss_mode: Literal["topk_reverse_kl"] = Field("topk_reverse_kl", description="Differentiable objective.")
     topk_support: Literal["tail", "renorm"] = Field(
         "tail",
         description="Make the top-K support a distribution: 'tail' adds a bucket with the remaining "
@@ -48,8 +47,11 @@ class DistillSettings(Section):
         (0.9, 9.0),
         description="Importance-ratio clip (low, high): ratio clipped to [1-low, 1+high].",
     )
-    kl_coef: float = Field(0.0, ge=0.0, description="Reward-side KL penalty (0: pure top-K RKL).")
-    kl_loss_coef: float = Field(0.0, ge=0.0, description="Reference-KL loss coefficient (0: none).")
+    REMOVED: ClassVar[dict[str, str]] = {
+        "loss_mode": "the objective is always the top-K reverse KL (the paper's only loss mode)",
+        "kl_coef": "TurnOPD has no reward-side KL penalty (the paper's kl_coef is 0)",
+        "kl_loss_coef": "TurnOPD has no reference-KL loss term (the paper's kl_loss_coef is 0)",
+    }
 
     @model_validator(mode="after")
     def _clip_ratio_in_range(self) -> "DistillSettings":
@@ -60,7 +62,9 @@ class DistillSettings(Section):
 
 
 class DepthSettings(Section):
-    adaptive: bool = Field(True, description="Enable the adaptive rollout-depth controller.")
+    REMOVED: ClassVar[dict[str, str]] = {
+        "adaptive": "[run] method decides whether the depth is adaptive (turnopd, adaptive-depth) or not",
+    }
     coverage_quantile: float = Field(0.8, gt=0.0, le=1.0, description="p for H_cov = Q_p(L_succ).")
     use_success: bool = Field(True, description="H_cov from successful probes (False: all trajectories).")
     min_cov_traj: int = Field(8, ge=1, description="Min trajectories in the CDF source to refresh H_cov.")
@@ -199,6 +203,36 @@ class TurnOPDSettings(BaseSettings):
                 f"distill.distill_topk ({self.distill.distill_topk}) exceeds teacher.vllm_max_logprobs "
                 f"({self.teacher.vllm_max_logprobs}), the most log-probs the vLLM teacher returns"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _one_teacher_pool_size(self) -> "TurnOPDSettings":
+        """The teacher pool is sized once. ``[cluster]`` sizes every pool (the deploy checks compare
+        it with the manifests); ``[teacher]`` is what the Serve deployment reads. A key set on one
+        side is the other's value; set on both sides, they must agree. With ``[cluster]
+        pool_resources`` the replicas ask for ``teacher_pool`` unless ``[teacher] resources`` says
+        otherwise."""
+        cluster, teacher = self.cluster, self.teacher
+        for cluster_key, teacher_key in (
+            ("teacher_replicas", "replicas"),
+            ("teacher_gpus_per_replica", "num_gpus"),
+        ):
+            pool_value, served = getattr(cluster, cluster_key), getattr(teacher, teacher_key)
+            pool_set, served_set = (
+                cluster_key in cluster.model_fields_set,
+                teacher_key in teacher.model_fields_set,
+            )
+            if pool_set and served_set and float(pool_value) != float(served):
+                raise ValueError(
+                    f"cluster.{cluster_key} ({pool_value}) and teacher.{teacher_key} ({served}) disagree; "
+                    "set one of them"
+                )
+            if pool_set and not served_set:
+                setattr(teacher, teacher_key, pool_value)
+            elif served_set and not pool_set and float(served).is_integer():
+                setattr(cluster, cluster_key, int(served))
+        if cluster.pool_resources and "resources" not in teacher.model_fields_set:
+            teacher.resources = {"teacher_pool": 1.0}
         return self
 
     @classmethod

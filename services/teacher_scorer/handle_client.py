@@ -14,6 +14,8 @@ from ray.serve.handle import DeploymentHandle
 
 from services.contracts.teacher import PackedScoreRequest, PackedScoreResponse, ScoreRequest, ScoreResponse
 from services.errors import TurnOPDError
+from services.ray_names import TEACHER_APP as APP_NAME
+from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
 from services.teacher_scorer.codec import (
     pack_request,
     pack_rows,
@@ -22,7 +24,6 @@ from services.teacher_scorer.codec import (
     unpack_scores,
 )
 from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow
-from services.teacher_scorer.placement import APP_NAME, DEPLOYMENT_NAME
 from services.teacher_scorer.retry import RetryPolicy
 
 log = logging.getLogger(__name__)

@@ -2,10 +2,8 @@
 
 from typing import Any
 
+from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
 from services.settings.teacher import TeacherSettings
-
-APP_NAME = "teacher"
-DEPLOYMENT_NAME = "TeacherScorer"
 
 
 def deployment_options(settings: TeacherSettings) -> dict[str, Any]:

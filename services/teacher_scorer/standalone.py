@@ -10,13 +10,12 @@ import ray
 from ray import serve
 from rich.console import Console
 
+from services.ray_names import NAMESPACE
+from services.ray_names import TEACHER_APP as APP_NAME
 from services.service_auth import check_bind
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.engine import checkpoint_dir
-from services.teacher_scorer.placement import APP_NAME
 from services.teacher_scorer.serve_app import teacher_application
-
-NAMESPACE = "turnopd"
 
 
 def serve_teacher(settings: TurnOPDSettings, console: Console) -> None:

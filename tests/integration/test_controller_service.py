@@ -7,12 +7,14 @@ import ray
 
 from services.contracts.controller import ProbeStats
 from services.contracts.controller_state import ControllerState
-from services.controller.actor import ACTOR_NAME, NAMESPACE, ControllerService, start_controller
+from services.controller.actor import ControllerService, start_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.controller.replay import replay
 from services.controller.schedule import initial_controller_state
 from services.controller.store import RedisStateStore
 from services.errors import ConflictError
+from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
+from services.ray_names import NAMESPACE
 from services.settings import TurnOPDSettings
 
 pytestmark = pytest.mark.integration

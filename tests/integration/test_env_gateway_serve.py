@@ -36,7 +36,8 @@ async def play(client: EnvGatewayClient, seed: int) -> tuple[str, bool]:
 def test_serve_app_shards_episodes_and_plays_them(ray_session):
     from ray import serve
 
-    from services.env_gateway.serve_app import ROUTE_PREFIX, SERVE_APP_NAME, gateway_application
+    from services.env_gateway.serve_app import ROUTE_PREFIX, gateway_application
+    from services.ray_names import ENV_GATEWAY_APP as SERVE_APP_NAME
 
     cache = (
         Path(os.environ.get("TURNOPD_CACHE_DIR", Path.home() / ".cache" / "turnopd"))

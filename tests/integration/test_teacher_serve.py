@@ -14,10 +14,10 @@ from ray import serve
 
 from services.contracts.teacher import ScoreRequest, ScoreSequence
 from services.errors import ConfigError, InputError
+from services.ray_names import TEACHER_APP as APP_NAME
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.http_client import TeacherHttpClient
-from services.teacher_scorer.placement import APP_NAME
 from services.teacher_scorer.random_checkpoint import RandomQwen3Spec, cached_random_qwen3
 from services.teacher_scorer.retry import RetryPolicy
 from services.teacher_scorer.serve_app import build_app

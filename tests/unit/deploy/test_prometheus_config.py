@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from services.ray_names import TEACHER_APP as APP_NAME
 from services.service_auth import is_loopback
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.metrics import MetricsSettings
 from services.settings.teacher import TeacherSettings
-from services.teacher_scorer.placement import APP_NAME
 
 REPO = Path(__file__).resolve().parents[3]
 LOCAL = REPO / "deploy" / "prometheus" / "prometheus.yml"

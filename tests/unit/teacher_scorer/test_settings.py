@@ -3,9 +3,10 @@
 import pytest
 
 from services.errors import ConfigError
+from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
 from services.settings import load_settings
 from services.settings.teacher import TeacherSettings
-from services.teacher_scorer.placement import DEPLOYMENT_NAME, deployment_options
+from services.teacher_scorer.placement import deployment_options
 
 
 def test_defaults_and_env_override(monkeypatch):
