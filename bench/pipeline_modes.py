@@ -24,7 +24,10 @@ synchronous (s = 0) for 16 steps and prints their wall times: the sum of the ste
 (``cumulative_s``, the paper's measure) and the wall time over steps 2..N.
 
     PYTHONPATH=$PWD python bench/pipeline_modes.py [--config configs/demo.toml] [--steps 6] [--rounds 2]
-    PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-vanilla [--config configs/demo.toml]
+    PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-vanilla [--eval] [--config configs/demo.toml]
+
+``--eval`` also evaluates each run after its last step as the config says (untimed), so the
+student's success under s = 1 can be set beside the synchronous run's.
 """
 
 import argparse
@@ -36,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from services.contracts.jsonl import read_jsonl
-from services.contracts.orchestrator import PoolLoad, StepMetrics
+from services.contracts.orchestrator import EvalRecord, PoolLoad, StepMetrics
 from services.orchestrator.pipeline import train
 from services.orchestrator.pool_load import POOLS, pool_load
 from services.orchestrator.run_dir import RunDir
+from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.throughput import (
     CpuTimes,
     cpu_times,
@@ -72,18 +76,20 @@ class Measured:
     wall_s: float  # steps 2..N
     cpu: float  # utilisation between the ends of steps 1 and N
     load: PoolLoad | None  # steps 2..N
+    evaluation: EvalRecord | None = None  # after the last step (--eval)
 
 
 def read_cpu() -> CpuTimes:
     return cpu_times(Path("/proc/stat").read_text())
 
 
-def run_mode(config: Path, mode: Mode, steps: int, root: Path) -> Measured:
-    """Train ``config`` for ``steps`` steps in ``mode``; measure it."""
+def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool = False) -> Measured:
+    """Train ``config`` for ``steps`` steps in ``mode``; measure it. ``final_eval``: evaluate after
+    the last step as the config says (never before step 1); the evaluation is outside every timing."""
     overrides: dict[str, dict[str, Any]] = {
         "run": {"run_dir": root, **({"method": mode.method} if mode.method else {})},
         "optim": {"steps": steps},
-        "eval": {"interval": 1_000_000, "at_start": False},
+        "eval": {"interval": steps if final_eval else 1_000_000, "at_start": False},
         "learner": {"checkpoint_every": 1_000_000},
         "metrics": {"enabled": False},
         "pipeline": {"max_staleness": mode.staleness, "stream_teacher": mode.stream_teacher},
@@ -99,9 +105,11 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path) -> Measured:
         cpu.append(read_cpu())
         print(f"  {mode.name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
 
-    train(settings, run, config, on_step, lambda _: None)
+    evals: list[EvalRecord] = []
+    train(settings, run, config, on_step, evals.append)
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     return Measured(
+        evaluation=evals[-1] if evals else None,
         mode=mode,
         metrics=metrics,
         steps_per_hour=steps_per_hour(ends),
@@ -156,9 +164,9 @@ def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
     print(f"  T_sep {model.model_step_s:.1f} s: {model.speedup:.2f}x the synchronous step")
 
 
-def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path) -> None:
+def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path, final_eval: bool) -> None:
     runs = [
-        run_mode(config, mode, steps, tmp / f"{i}-{mode.method}")
+        run_mode(config, mode, steps, tmp / f"{i}-{mode.method}", final_eval)
         for i in range(rounds)
         for mode in (TURNOPD_OVERLAPPED, VANILLA_SYNCHRONOUS)
     ]
@@ -172,6 +180,14 @@ def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path) -> None:
         values = [r.metrics[-1].cumulative_s if of == "sum" else r.wall_s for r in runs if r.mode == mode]
         return statistics.mean(values)
 
+    for r in runs:
+        if r.evaluation is not None:
+            e = r.evaluation
+            low, high = wilson_interval(round(e.success_rate * e.episodes * e.n), e.episodes * e.n)
+            print(
+                f"{r.mode.name}: success after step {e.step} {100 * e.success_rate:.1f}% on "
+                f"{e.episodes} x {e.n} {e.split} episodes (95% Wilson {100 * low:.1f}-{100 * high:.1f}%)"
+            )
     for of, label in (("sum", "sum of step times"), ("wall", "wall time over steps 2..N")):
         ratio = mean(VANILLA_SYNCHRONOUS, of) / mean(TURNOPD_OVERLAPPED, of)
         print(f"vanilla OPD / TurnOPD (s=1), {label}: {ratio:.2f}x")
@@ -189,6 +205,11 @@ def main() -> None:
         "--rounds", type=int, default=None, help="Runs of each mode (default 2; 1 with --compare-vanilla)."
     )
     parser.add_argument("--compare-vanilla", action="store_true", help="TurnOPD s=1 against vanilla OPD s=0.")
+    parser.add_argument(
+        "--eval",
+        action="store_true",
+        help="With --compare-vanilla: evaluate each run after its last step as the config says (untimed).",
+    )
     args = parser.parse_args()
     steps = args.steps or (16 if args.compare_vanilla else 6)
     rounds = args.rounds or (1 if args.compare_vanilla else 2)
@@ -196,7 +217,7 @@ def main() -> None:
         parser.error("--steps must be at least 3 (steps per hour leave out step 1)")
     with tempfile.TemporaryDirectory(prefix="turnopd-bench-pipeline-") as tmp:
         if args.compare_vanilla:
-            compare_vanilla(args.config, steps, rounds, Path(tmp))
+            compare_vanilla(args.config, steps, rounds, Path(tmp), args.eval)
         else:
             compare_modes(args.config, steps, rounds, Path(tmp))
 
