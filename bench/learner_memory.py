@@ -74,11 +74,15 @@ def run_path(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
-def spawn(path: str, args: argparse.Namespace) -> dict[str, float]:
+def spawn(path: str, args: argparse.Namespace) -> dict[str, float] | str:
+    """The path's measurements, or why it did not finish (e.g. out of memory)."""
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("path", "paths")]
     out = subprocess.run([sys.executable, __file__, f"--path={path}", *flags], capture_output=True, text=True)
+    if out.returncode < 0:
+        return f"killed by signal {-out.returncode} (SIGKILL: most likely the kernel's OOM killer)"
     if out.returncode != 0:
-        raise SystemExit(f"{path} failed:\n{out.stderr[-2000:]}")
+        last = out.stderr.strip().splitlines()[-1:] or ["no message"]
+        return f"failed (exit {out.returncode}): {last[0][:300]}"
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -106,7 +110,12 @@ def main() -> None:
     )
     results = {}
     for path in args.paths.split(","):
-        results[path] = r = spawn(path, args)
+        r = spawn(path, args)
+        if isinstance(r, str):
+            limit = f" under --max-gib {args.max_gib}" if args.max_gib else ""
+            print(f"{path:>21}: did not finish{limit}: {r}")
+            continue
+        results[path] = r
         print(
             f"{path:>21}: peak RSS {r['peak_mib']:8.0f} MiB, before the step {r['before_mib']:7.0f} MiB, "
             f"step {r['step_mib']:7.0f} MiB, {r['seconds']:7.1f} s ({r['supervised']:.0f} supervised, "

@@ -7,9 +7,9 @@
 #      by its recipe, once (configs/teachers/: teacher-novel from the shipped teacher-remind takes
 #      about 50 min on 2 cores, from scratch about two and a half hours; the student 2 min);
 #   3. `turnopd train --config configs/demo.toml`: the student learns from the teacher. It evaluates
-#      the student greedily on 60 valid_unseen games before step 1 and after the last step, and
-#      ends with a table: the student before and after, the teacher on the same games, wall time
-#      and H_hat over the run.
+#      the student greedily on 60 valid_unseen games after the last step and ends with a table: the
+#      student before (its shipped manifest, measured on the same games) and after, the teacher on
+#      the same games, wall time and H_hat over the run.
 # Extra arguments go to `turnopd train` (e.g. --run-dir DIR, --steps K, --method vanilla, or
 # --resume runs/demo-... to continue a stopped run); each run gets its own runs/demo-<time>/.
 set -euo pipefail

@@ -1,6 +1,7 @@
 """The run's result as a short table: the student before and after, the teacher, wall time, H_hat."""
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -31,11 +32,18 @@ def eval_description(settings: TurnOPDSettings) -> dict[str, object]:
 def load_result(run_root: Path, settings: TurnOPDSettings) -> RunResult:
     evals = read_jsonl(run_root / EVAL_FILE, EvalRecord) if (run_root / EVAL_FILE).is_file() else []
     metrics = read_jsonl(run_root / METRICS_FILE, StepMetrics) if (run_root / METRICS_FILE).is_file() else []
+    teacher, student = (
+        _measured(name, settings) for name in (settings.models.teacher, settings.models.student)
+    )
+    return run_result(evals, [m.h_hat for m in metrics], teacher, eval_description(settings), student)
+
+
+def _measured(model: str, settings: TurnOPDSettings) -> dict[str, Any] | None:
+    """A shipped model's measured success (None: not shipped, or not measured)."""
     try:
-        measured = measured_success(resolve_model_dir(settings.models.teacher, settings.models.cache_dir))
+        return measured_success(resolve_model_dir(model, settings.models.cache_dir))
     except TurnOPDError:
-        measured = None
-    return run_result(evals, [m.h_hat for m in metrics], measured, eval_description(settings))
+        return None
 
 
 def _cell(score: Score | None) -> str:
@@ -51,7 +59,7 @@ def render_result(result: RunResult, console: Console, wall_s: float | None = No
     table.add_column("success", justify="right")
     table.add_column("episodes", justify="right")
     for label, score in (
-        ("student before training", result.before),
+        (result.before.label if result.before else "student before training", result.before),
         (result.after.label if result.after else "student after training", result.after),
         ("teacher, same games", result.teacher),
     ):

@@ -80,18 +80,24 @@ def train(
 
         def on_step(m: StepMetrics) -> None:
             kind = "probe" if m.probe else "     "
-            progress.update(
-                bar,
-                completed=m.step,
-                status=f"{kind} H_roll={m.h_roll:<3} H_hat={m.h_hat:<3} alpha={m.alpha:.2f} "
-                f"KL={m.mean_kl:.3f} succ={m.success_rate:.2f} {m.times.total_s:.1f}s",
+            status = (
+                f"{kind} H_roll={m.h_roll:<3} H_hat={m.h_hat:<3} alpha={m.alpha:.2f} "
+                f"KL={m.mean_kl:.3f} succ={m.success_rate:.2f} {m.times.total_s:.1f}s"
             )
+            progress.update(bar, completed=m.step, status=status)
+            if not console.is_terminal:  # a log file gets a line per step instead of a live bar
+                console.print(f"step {m.step}/{settings.optim.steps} {status}")
+
+        def on_phase(text: str) -> None:
+            progress.update(bar, status=text)
+            if not console.is_terminal and text != "training":
+                console.print(text)
 
         def on_eval(r: EvalRecord) -> None:
             progress.console.print(
                 f"eval after step {r.step}: success {r.success_rate:.3f}, Avg@{r.n} {r.avg_at_n:.3f} on {r.split}"
             )
 
-        run_training(settings, run, config_file, on_step, on_eval)
+        run_training(settings, run, config_file, on_step, on_eval, on_phase)
     render_result(load_result(run.root, settings), Console(), wall_s=time.perf_counter() - started)
     console.print(f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl)")

@@ -81,6 +81,11 @@ def _resume(stack: Stack, run: RunDir) -> int:
     return start
 
 
+def _eval_size(settings: TurnOPDSettings) -> str:
+    e = settings.eval
+    return f"{e.episodes} {e.split} episodes x {e.val_n}, temperature {e.val_temperature:g}"
+
+
 def eval_due(settings: TurnOPDSettings, step: int) -> bool:
     """Whether the schedule evaluates after ``step`` (step 0: before training, if ``eval.at_start``)."""
     if step == 0:
@@ -273,8 +278,12 @@ def train(
     config_file: Path | None,
     on_step: StepCallback,
     on_eval: EvalCallback,
+    on_phase: Callable[[str], None] = lambda _: None,
 ) -> int:
     """Run steps after the last checkpoint up to ``optim.steps``; return the last step done.
+
+    ``on_phase``: told, in words, when the run starts a phase (an evaluation the driver waits for,
+    training), so a console can say what a long wait is.
 
     While it runs, the `run-control` actor serves `turnopd status` and `turnopd restart`.
     """
@@ -290,6 +299,7 @@ def train(
         connect_ray(settings, exits)
         control = start_run_control()
         exits.callback(stop_run_control, control)
+        on_phase("starting the services")
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
         restarts = ServiceRestarts(stack)
@@ -323,8 +333,10 @@ def train(
         if eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
             # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
             live.set_phase("evaluating")
+            on_phase(f"evaluating the student before step {start + 1} ({_eval_size(settings)})")
             on_eval(evaluated(start, cumulative))
         live.set_phase("training")
+        on_phase("training")
 
         def tasks_of(k: int) -> list[EpisodeTask]:
             r = settings.rollout
@@ -346,8 +358,10 @@ def train(
                 record_step(out)
                 if eval_due(settings, k):
                     live.set_phase("evaluating")
+                    on_phase(f"evaluating the student after step {k} ({_eval_size(settings)})")
                     on_eval(evaluated(k, cumulative))
                     live.set_phase("training")
+                    on_phase("training")
                 ops.at_step_boundary(k)
         else:
             evals: queue.SimpleQueue[EvalRecord] = queue.SimpleQueue()

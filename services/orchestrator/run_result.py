@@ -71,8 +71,11 @@ def run_result(
     h_hat: list[int],
     teacher_measured: dict[str, Any] | None,
     eval_settings: dict[str, Any],
+    student_measured: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Before = the evaluation at step 0 (if any), after = the last one; the teacher when comparable."""
+    """Before = the evaluation at step 0, else the starting student's shipped manifest when it was
+    measured on the same games the same way (greedy: the same weights give the same games); after =
+    the last evaluation; the teacher when comparable."""
     ordered = sorted(evals, key=lambda e: e.step)
     first = ordered[0] if ordered and ordered[0].step == 0 else None
     last = ordered[-1] if ordered and ordered[-1].step > 0 else None
@@ -80,8 +83,16 @@ def run_result(
     teacher = None
     if ok and teacher_measured is not None:
         teacher = Score("teacher", float(teacher_measured["success_rate"]), int(teacher_measured["episodes"]))
+    before = Score("student before training", first.success_rate, first.episodes) if first else None
+    shipped, _ = comparable_measurement(student_measured, eval_settings)
+    if before is None and shipped and student_measured is not None:
+        before = Score(
+            "student before training (its shipped manifest)",
+            float(student_measured["success_rate"]),
+            int(student_measured["episodes"]),
+        )
     return RunResult(
-        before=Score("student before training", first.success_rate, first.episodes) if first else None,
+        before=before,
         after=Score(f"student after step {last.step}", last.success_rate, last.episodes) if last else None,
         teacher=teacher,
         teacher_note=note,

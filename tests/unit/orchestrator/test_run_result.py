@@ -64,3 +64,14 @@ def test_a_teacher_measured_another_way_is_not_shown_and_the_note_says_why():
     result = run_result([_eval(0, 0.1)], [], _measured(max_turns=50), WANTED)
     assert result.teacher is None and result.after is None and result.student_over_teacher is None
     assert "not a shipped model" in comparable_measurement(None, WANTED)[1]
+
+
+def test_without_a_step_0_evaluation_before_comes_from_the_students_manifest_when_comparable():
+    student = {**_measured(), "success_rate": 1 / 60}
+    result = run_result([_eval(16, 0.6)], [40], _measured(), WANTED, student)
+    assert result.before is not None and result.before.rate == pytest.approx(1 / 60)
+    assert result.before.label == "student before training (its shipped manifest)"
+    measured_before = run_result([_eval(0, 0.1), _eval(16, 0.6)], [40], _measured(), WANTED, student)
+    assert measured_before.before is not None and measured_before.before.rate == 0.1  # the run's own wins
+    elsewhere = run_result([_eval(16, 0.6)], [40], _measured(), WANTED, {**student, "max_turns": 50})
+    assert elsewhere.before is None

@@ -3,8 +3,11 @@ from pathlib import Path
 
 import pytest
 
+from services.cli.result_view import eval_description
 from services.errors import ConfigError
+from services.models.shipped import measured_success
 from services.models.zoo import ZOO
+from services.orchestrator.run_result import comparable_measurement
 from services.settings import TurnOPDSettings, load_settings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -116,8 +119,13 @@ def test_every_run_config_loads(path: str):
         assert _made_by_a_recipe(name, outputs), (
             f"{path}: [models] {role} = {name!r} has no recipe in configs/"
         )
-    if path == "configs/demo.toml":  # the README's main run: evaluated at the start and at the end
-        assert settings.eval.at_start and settings.optim.steps % settings.eval.interval == 0
+    if path == "configs/demo.toml":  # the README's main run: evaluated after the last step, and the
+        # student before training and the teacher measured on the same games in their shipped manifests
+        assert settings.optim.steps % settings.eval.interval == 0
+        wanted = eval_description(settings)
+        for name in (settings.models.student, settings.models.teacher):
+            measured = measured_success(REPO / "artifacts" / "models" / name)
+            assert measured is not None and comparable_measurement(measured, wanted)[0], (name, measured)
 
 
 @pytest.mark.parametrize("path", RECIPES + RESULT_RECIPES)
