@@ -28,6 +28,10 @@ def evaluate(
         cfg.val_temperature,
         weights_version,
         seed=derive_seed("eval", cfg.seed),
+        # as `turnopd eval` plays them: the same batches give the same greedy games as a shipped
+        # manifest's measurement, and small batches keep long contexts cheap (one 30-episode batch
+        # per worker pads every prompt to the longest and took twice as long on the demo)
+        chunk_size=settings.rollout_worker.eval_chunk_episodes,
     )
     report = eval_report(
         tasks,

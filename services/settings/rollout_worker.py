@@ -17,5 +17,8 @@ class RolloutWorkerSettings(Section):
     )
     env_timeout_s: float = Field(300.0, gt=0.0, description="Timeout of one env gateway HTTP call.")
     eval_chunk_episodes: int = Field(
-        8, ge=1, description="`turnopd eval`: episodes per worker call (progress granularity vs batch size)."
+        8,
+        ge=1,
+        description="Evaluation (`turnopd eval` and a run's own): episodes per worker call (progress "
+        "granularity vs batch size).",
     )
