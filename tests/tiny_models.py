@@ -1,16 +1,14 @@
-"""Tiny random Qwen3 checkpoints for tests (built once per cache directory, reused)."""
+"""Tiny random Qwen3 models for tests: in memory, or as checkpoints built once per cache directory."""
 
 from pathlib import Path
 
 import torch
 
 
-def build_tiny_qwen3(path: Path, seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2) -> Path:
-    """Save a seeded, randomly initialised Qwen3ForCausalLM in Hugging Face format at ``path``."""
+def tiny_qwen3(seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2, tied: bool = True):  # type: ignore[no-untyped-def]
+    """A seeded, randomly initialised Qwen3ForCausalLM (float32)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    if (path / "config.json").is_file():
-        return path
     torch.manual_seed(seed)
     config = Qwen3Config(
         vocab_size=vocab,
@@ -21,7 +19,14 @@ def build_tiny_qwen3(path: Path, seed: int, vocab: int = 64, hidden: int = 32, l
         num_key_value_heads=1,
         head_dim=hidden // 2,
         max_position_embeddings=256,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
     )
-    Qwen3ForCausalLM(config).save_pretrained(path)
+    return Qwen3ForCausalLM(config)
+
+
+def build_tiny_qwen3(path: Path, seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2) -> Path:
+    """Save ``tiny_qwen3(seed, ...)`` in Hugging Face format at ``path`` (once)."""
+    if (path / "config.json").is_file():
+        return path
+    tiny_qwen3(seed, vocab, hidden, layers).save_pretrained(path)
     return path

@@ -4,11 +4,12 @@ import os
 import socket
 
 import pytest
+import tiny_models
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed.tensor import DTensor
-from transformers import Qwen3Config, Qwen3ForCausalLM
+from transformers import Qwen3ForCausalLM
 
 from services.learner.fsdp import apply_fsdp, master_dtype, mixed_precision
 from services.learner.objective import MicroBatch, full_logits_loss, micro_batch_loss
@@ -17,18 +18,8 @@ VOCAB = 64
 
 
 def tiny_qwen3(tied: bool = True, seed: int = 0) -> Qwen3ForCausalLM:
-    torch.manual_seed(seed)
-    config = Qwen3Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        tie_word_embeddings=tied,
-    )
-    return Qwen3ForCausalLM(config)
+    model: Qwen3ForCausalLM = tiny_models.tiny_qwen3(seed, vocab=VOCAB, tied=tied)
+    return model
 
 
 def micro_batch(seed: int) -> MicroBatch:

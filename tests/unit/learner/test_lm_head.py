@@ -3,7 +3,8 @@
 import pytest
 import torch
 from learner_batches import make_batch
-from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from tiny_models import tiny_qwen3
+from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
 
 from services.errors import ConfigError
 from services.learner.lm_head import chunked_head_kl
@@ -14,18 +15,8 @@ CPU = torch.device("cpu")
 
 
 def untied_qwen3(vocab: int = 64, seed: int = 3) -> Qwen3ForCausalLM:
-    torch.manual_seed(seed)
-    config = Qwen3Config(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        tie_word_embeddings=False,
-    )
-    return Qwen3ForCausalLM(config)
+    model: Qwen3ForCausalLM = tiny_qwen3(seed, vocab=vocab, tied=False)
+    return model
 
 
 def zoo_student_shape() -> Qwen3ForCausalLM:
