@@ -89,7 +89,8 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool 
     overrides: dict[str, dict[str, Any]] = {
         "run": {"run_dir": root, **({"method": mode.method} if mode.method else {})},
         "optim": {"steps": steps},
-        "eval": {"interval": steps if final_eval else 1_000_000, "at_start": False},
+        # a run always evaluates after its last step: without --eval, on one game only (untimed anyway)
+        "eval": {"interval": steps, "at_start": False, **({} if final_eval else {"episodes": 1})},
         "learner": {"checkpoint_every": 1_000_000},
         "metrics": {"enabled": False},
         "pipeline": {"max_staleness": mode.staleness, "stream_teacher": mode.stream_teacher},
