@@ -93,9 +93,15 @@ def micro_batch_loss(
         chunk_tokens,
         recompute,
     )
+    return _opd_loss(mb, kl_N, token_lp_N, clip_ratio, loss_scale)
+
+
+def _opd_loss(
+    mb: MicroBatch, kl_N: Tensor, token_lp_N: Tensor, clip_ratio: tuple[float, float], loss_scale: float
+) -> tuple[Tensor, Tensor]:
+    """(sum_i w_i * r_i * KL_i scaled, KL detached), r the clipped ratio of the learner's log-probs."""
     ratio_N = clipped_importance_ratio(token_lp_N, mb.sampler_logprobs_N, *clip_ratio)
-    loss = weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale
-    return loss, kl_N.detach()
+    return weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale, kl_N.detach()
 
 
 def full_logits_loss(
@@ -110,9 +116,7 @@ def full_logits_loss(
     logits_N_V = logits_B_T_V[mb.row_N, mb.logit_pos_N]
     kl_N = topk_reverse_kl(logits_N_V, mb.top_ids_N_K, mb.top_logprobs_N_K, support)
     token_lp_N = torch.log_softmax(logits_N_V.float(), dim=-1).gather(-1, mb.target_N[:, None]).squeeze(-1)
-    ratio_N = clipped_importance_ratio(token_lp_N, mb.sampler_logprobs_N, *clip_ratio)
-    loss = weighted_opd_loss(kl_N, mb.weights_N, ratio_N) * loss_scale
-    return loss, kl_N.detach()
+    return _opd_loss(mb, kl_N, token_lp_N, clip_ratio, loss_scale)
 
 
 def final_hidden_states(model: nn.Module, input_ids_B_T: Tensor, attention_mask_B_T: Tensor) -> Tensor:
