@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -138,9 +139,11 @@ class RolloutWorker:
         hf_logging.disable_progress_bar()
         torch.set_num_threads(max(1, int(settings.rollout_worker.num_cpus)))
         self._service = RolloutWorkerService(settings, index, env_gateway_url, model)
+        self._incarnation = uuid.uuid4().hex  # new each time Ray (re)starts this actor
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> str:
+        """This process's incarnation id: the pool tells a restart Ray did by a changed id."""
+        return self._incarnation
 
     def play(self, request: RolloutRequest) -> RolloutResult:
         return _exit_if_broken(self._service.name, lambda: self._service.play(request))

@@ -77,7 +77,7 @@ class RolloutPool:
         ]
         timeout = settings.rollout_worker.restart_timeout_s
         try:
-            ray.get([w.ready.remote() for w in self._workers], timeout=timeout)
+            self._incarnations = ray.get([w.ready.remote() for w in self._workers], timeout=timeout)
         except GetTimeoutError:
             self.close()
             raise TurnOPDError(
@@ -224,7 +224,10 @@ class RolloutPool:
         while time.monotonic() < deadline:
             worker = self._current_worker(index, deadline)
             try:
-                ray.get(worker.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                incarnation = ray.get(worker.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                with self._changes:
+                    if self._workers[index] is worker:  # the death that brought us here is counted
+                        self._incarnations[index] = incarnation
                 held = ray.get(worker.weights_version.remote())
                 if held != self._version:
                     ray.get(worker.load_weights.remote(self._weights_ref, self._version))
@@ -273,7 +276,7 @@ class RolloutPool:
                 settings, index, self._env_url, self.model
             )
             timeout = settings.rollout_worker.restart_timeout_s
-            ray.get(fresh.ready.remote(), timeout=timeout)
+            incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
             while True:  # a publish_weights may land meanwhile: load until the version holds still
                 ref, version = self._weights_ref, self._version
                 if ref is not None:
@@ -281,6 +284,7 @@ class RolloutPool:
                 with self._changes:
                     if version == self._version:
                         self._workers[index] = fresh
+                        self._incarnations[index] = incarnation
                         self._worker_settings[index] = settings
                         self._lost.discard(index)
                         self.stats.replacements_by_worker[index] += 1
@@ -316,8 +320,16 @@ class RolloutPool:
         for index, ref in loads.items():
             try:
                 held = ray.get(ref)
-                if held != previous and not self._replaced(index, handles[index]):
-                    # Ray restarted it while it was idle: it came back at version 0
+                incarnation = ray.get(handles[index].ready.remote())
+                with self._changes:
+                    restarted = incarnation != self._incarnations[index] or held != previous
+                    if self._workers[index] is handles[index] and index not in self._replacing:
+                        self._incarnations[index] = incarnation
+                    else:
+                        restarted = False  # an operator replaced it meanwhile
+                if restarted:
+                    # Ray restarted it while it was idle (it came back at version 0, which it may
+                    # have played since, when version 0 was the published one)
                     log.warning("%s was restarted by Ray since the last publish", worker_name(index))
                     self.stats.crashes_by_worker[index] += 1
             except RayActorError:

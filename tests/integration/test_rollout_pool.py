@@ -77,35 +77,68 @@ def test_agent_loop_plays_the_real_gateway_and_deletes_its_episodes(gateway, zoo
     assert active_episodes(gateway) == 0
 
 
-def test_pool_returns_every_task_in_order_and_refuses_stale_versions(pool, zoo):
-    result = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=0)
-    assert result.failures == [] and result.task_indices == list(range(6))
-    assert [t.task_type for t in result.trajectories] == list(HOUSEHOLD_TASK_TYPES)
-    assert {t.weights_version for t in result.trajectories} == {0} and result.weights_version == 0
-    assert result.generated_tokens == sum(len(t.sampler_logprobs) for t in result.trajectories)
+def kill_idle(name: str) -> None:
+    """SIGKILL worker ``name`` while it is idle (no play notices) and wait until Ray has it back."""
+    worker = ray.get_actor(name, namespace="turnopd")
+    before = ray.get(worker.health.remote(), timeout=60).pid
+    os.kill(before, signal.SIGKILL)
+    deadline, back = time.monotonic() + 120, None
+    while back is None and time.monotonic() < deadline:
+        try:
+            health = ray.get(worker.health.remote(), timeout=30)
+            back = health if health.pid != before else None
+        except ray.exceptions.RayActorError:
+            pass
+        time.sleep(0.2)
+    assert back is not None and back.weights_version == 0  # Ray brought it back at version 0
 
+
+def student_weights(zoo) -> dict:
     weights = load_causal_lm("student", cache_dir=zoo).state_dict()
     weights.pop("lm_head.weight", None)  # as the learner publishes a tied model
-    pool.publish_weights(ray.put(weights), 1)
+    return weights
+
+
+def test_a_worker_restarted_at_version_0_plays_on_and_is_counted_at_the_first_publish(pool, zoo):
+    """Before the first publish a restarted worker holds the right version (0), so nothing fails;
+    the pool still tells the restart by the actor's new incarnation."""
+    assert pool.weights_version == 0
+    kill_idle("rollout-worker-1")
+    result = pool.play(TASKS[:2], h_roll=1, temperature=1.0, weights_version=0)
+    assert result.failures == [] and pool.stats.crashes_by_worker[1] == 0
+    pool.publish_weights(ray.put(student_weights(zoo)), 1)
+    assert dict(pool.stats.crashes_by_worker) == {1: 1}
     assert pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
-    with pytest.raises(ConflictError, match="version 1 but the request is for version 0"):
-        pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=0)
+
+
+def test_pool_returns_every_task_in_order_and_refuses_stale_versions(pool, zoo):
+    result = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=1)
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert [t.task_type for t in result.trajectories] == list(HOUSEHOLD_TASK_TYPES)
+    assert {t.weights_version for t in result.trajectories} == {1} and result.weights_version == 1
+    assert result.generated_tokens == sum(len(t.sampler_logprobs) for t in result.trajectories)
+
+    weights = student_weights(zoo)
+    pool.publish_weights(ray.put(weights), 2)
+    assert pool.workers_versions() == {"rollout-worker-0": 2, "rollout-worker-1": 2}
+    with pytest.raises(ConflictError, match="version 2 but the request is for version 1"):
+        pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=1)
     worker = ray.get_actor("rollout-worker-0", namespace="turnopd")
-    stale = RolloutRequest(tasks=TASKS[:1], h_roll=1, temperature=1.0, weights_version=0)
-    with pytest.raises(ConflictError, match="holds weights version 1"):
+    stale = RolloutRequest(tasks=TASKS[:1], h_roll=1, temperature=1.0, weights_version=1)
+    with pytest.raises(ConflictError, match="holds weights version 2"):
         ray.get(worker.play.remote(stale))
     with pytest.raises(ConflictError, match="must increase"):
-        pool.publish_weights(ray.put(weights), 1)
+        pool.publish_weights(ray.put(weights), 2)
 
-    again = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=1)
-    assert {t.weights_version for t in again.trajectories} == {1}
+    again = pool.play(TASKS, h_roll=2, temperature=1.0, weights_version=2)
+    assert {t.weights_version for t in again.trajectories} == {2}
     # The same weights under a new version sample exactly as before: seeds follow the tasks.
     assert [t.token_ids for t in again.trajectories] == [t.token_ids for t in result.trajectories]
 
 
 def test_a_worker_killed_mid_play_is_restarted_reloaded_and_its_episodes_replayed(pool, gateway):
-    assert pool.weights_version == 1  # published by the previous test
-    undisturbed = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=1, max_new_tokens=48)
+    assert pool.weights_version == 2  # published by the previous test
+    undisturbed = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=2, max_new_tokens=48)
     assert undisturbed.failures == []
     deaths, reloads = pool.stats.worker_deaths, pool.stats.weight_reloads
 
@@ -118,34 +151,21 @@ def test_a_worker_killed_mid_play_is_restarted_reloaded_and_its_episodes_replaye
 
     killer = threading.Thread(target=kill_when_playing)
     killer.start()
-    result = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=1, max_new_tokens=48)
+    result = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=2, max_new_tokens=48)
     killer.join()
     assert pool.stats.worker_deaths == deaths + 1
     assert pool.stats.weight_reloads == reloads + 1  # the restarted worker came back at version 0
     assert result.failures == [] and result.task_indices == list(range(6))
-    assert {t.weights_version for t in result.trajectories} == {1}
+    assert {t.weights_version for t in result.trajectories} == {2}
     assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
-    assert pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
+    assert pool.workers_versions() == {"rollout-worker-0": 2, "rollout-worker-1": 2}
 
 
 def test_a_worker_restarted_while_idle_is_counted_at_the_next_publish(pool, zoo):
-    assert pool.weights_version == 1  # published by an earlier test
+    assert pool.weights_version == 2  # published by an earlier test
     crashes = dict(pool.stats.crashes_by_worker)
-    worker = ray.get_actor("rollout-worker-0", namespace="turnopd")
-    before = ray.get(worker.health.remote(), timeout=60).pid
-    os.kill(before, signal.SIGKILL)  # idle: no play notices; Ray brings it back at version 0
-    deadline, back = time.monotonic() + 120, None
-    while back is None and time.monotonic() < deadline:
-        try:
-            health = ray.get(worker.health.remote(), timeout=30)
-            back = health if health.pid != before else None
-        except ray.exceptions.RayActorError:
-            pass
-        time.sleep(0.2)
-    assert back is not None and back.weights_version == 0
-    weights = load_causal_lm("student", cache_dir=zoo).state_dict()
-    weights.pop("lm_head.weight", None)
-    pool.publish_weights(ray.put(weights), 2)
+    kill_idle("rollout-worker-0")
+    pool.publish_weights(ray.put(student_weights(zoo)), 3)
     assert pool.stats.crashes_by_worker[0] == crashes.get(0, 0) + 1
     assert pool.stats.crashes_by_worker[1] == crashes.get(1, 0)
-    assert pool.workers_versions() == {"rollout-worker-0": 2, "rollout-worker-1": 2}
+    assert pool.workers_versions() == {"rollout-worker-0": 3, "rollout-worker-1": 3}
