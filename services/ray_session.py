@@ -1,11 +1,14 @@
-"""Ray in one place: joining or starting it (``turnopd train``, ``turnopd eval``), and waiting for a
-killed named actor's name to come free. The names themselves: ``services/ray_names.py``."""
+"""Ray in one place: joining or starting it (``turnopd train``, ``turnopd eval``), placing the actors
+that belong to no pool, and waiting for a killed named actor's name to come free. The names
+themselves: ``services/ray_names.py``."""
 
 import math
 import os
 import time
+from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from services.ray_names import NAMESPACE
 
@@ -33,3 +36,11 @@ def wait_name_free(name: str, namespace: str, timeout_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+
+
+def on_driver_node() -> dict[str, Any]:
+    """Ray options that keep an actor of no pool (the controller, `run-control`, the learner's
+    queues) on the node of the driver that creates it: the run cannot outlive its driver anyway,
+    while a pool's node may go away (a lost node, a scale-down) and take such an actor with it."""
+    node = ray.get_runtime_context().get_node_id()
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}

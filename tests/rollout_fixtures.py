@@ -1,6 +1,7 @@
 """Shared pieces of the rollout integration tests: the test zoo, a gateway config, pool settings, and
 an engine that replays rendered expert episodes."""
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -52,6 +53,17 @@ def smoke_config(tmp_path: Path) -> Path:
     path = tmp_path / "smoke.toml"
     path.write_text(text)
     return path
+
+
+def override_sections(text: str, overrides: str) -> str:
+    """TOML ``text`` with every ``[section]`` that ``overrides`` has removed, then ``overrides`` appended."""
+    for section in re.findall(r"^\[[^\]]+\]$", overrides, flags=re.MULTILINE):
+        if f"\n{section}\n" not in f"\n{text}":
+            continue
+        start = f"\n{text}".index(f"\n{section}\n")
+        end = text.find("\n[", start + 1)
+        text = text[:start] + text[end + 1 :] if end != -1 else text[:start]
+    return text.rstrip("\n") + "\n" + overrides
 
 
 class ReplayEngine(GenerationEngine):

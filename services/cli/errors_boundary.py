@@ -22,6 +22,8 @@ def run_app(app: typer.Typer, argv: list[str] | None = None) -> int:
         result = app(args=argv, prog_name="turnopd", standalone_mode=False)
     except TurnOPDError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", []):  # what to do next, added on the way up
+            print(f"hint: {note}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (typer.Abort, KeyboardInterrupt):
         print("interrupted", file=sys.stderr)

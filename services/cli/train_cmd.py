@@ -18,7 +18,7 @@ from rich.progress import (
 from services.cli.options import settings_with
 from services.cli.result_view import load_result, render_result
 from services.contracts.orchestrator import EvalRecord, StepMetrics
-from services.errors import InputError
+from services.errors import InputError, TurnOPDError
 from services.models.trained_format import check_task_reminder
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
@@ -98,6 +98,21 @@ def train(
                 f"eval after step {r.step}: success {r.success_rate:.3f}, Avg@{r.n} {r.avg_at_n:.3f} on {r.split}"
             )
 
-        run_training(settings, run, config_file, on_step, on_eval, on_phase)
+        try:
+            run_training(settings, run, config_file, on_step, on_eval, on_phase)
+        except TurnOPDError as exc:
+            exc.add_note(resume_hint(run.root))
+            raise
     render_result(load_result(run.root, settings), Console(), wall_s=time.perf_counter() - started)
     console.print(f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl)")
+
+
+def resume_hint(run_dir: Path) -> str:
+    """How a run that stopped on an error goes on (a lost learner node, say): from its last checkpoint."""
+    from services.learner.checkpoint import latest_checkpoint
+
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        return f"the run has no checkpoint yet; start it again (its directory: {run_dir})"
+    step = int(checkpoint.name.removeprefix("step_"))
+    return f"the run goes on from its checkpoint of step {step} with: turnopd train --resume {run_dir}"

@@ -20,6 +20,7 @@ from services.controller.store import StateStore, open_store
 from services.errors import ConflictError, TurnOPDError
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
+from services.ray_session import on_driver_node
 from services.service_auth import check_redis_url
 from services.settings.tree import TurnOPDSettings
 
@@ -139,7 +140,7 @@ def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> 
     """
     check_redis_url(redis_url, settings.security.allow_unauthenticated_redis)
     handle = ControllerActor.options(  # type: ignore[attr-defined]
-        name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True
+        name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, **on_driver_node()
     ).remote(settings, run_id, redis_url)
     ray.get(handle.ready.remote())
     return handle

@@ -30,6 +30,7 @@ from services.contracts.learner import (
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
 from services.learner.train_loop import train_loop
+from services.ray_session import on_driver_node
 from services.settings.tree import TurnOPDSettings
 
 
@@ -93,8 +94,8 @@ class Learner:
         self.settings = settings
         cluster = settings.cluster
         self.world = cluster.learner_workers
-        self.inboxes = [Queue() for _ in range(self.world)]
-        self.outbox = Queue()
+        self.inboxes = [Queue(actor_options=on_driver_node()) for _ in range(self.world)]
+        self.outbox = Queue(actor_options=on_driver_node())
         self._error: BaseException | None = None
         self._closed = False
         trainer = TorchTrainer(
@@ -194,4 +195,6 @@ class Learner:
         for q in [*self.inboxes, self.outbox]:
             q.shutdown()
         if ray.is_initialized() and self._error is not None:
-            raise LearnerError(f"learner workers failed: {self._error!r}") from self._error
+            raise LearnerError(
+                f"learner workers failed (a rank raised, or its process or node was lost): {self._error!r}"
+            ) from self._error

@@ -16,7 +16,7 @@ from services.contracts.operations import RestartRequest, RestartResult, RunStat
 from services.errors import ConflictError, NotFoundError
 from services.ray_names import NAMESPACE
 from services.ray_names import RUN_CONTROL_ACTOR as RUN_CONTROL_NAME
-from services.ray_session import wait_name_free
+from services.ray_session import on_driver_node, wait_name_free
 
 _KEPT_RESULTS = 200
 
@@ -109,7 +109,7 @@ def start_run_control() -> Any:
             f"another `turnopd train` is live in this Ray cluster (actor {RUN_CONTROL_NAME!r} exists)"
         )
     handle = RunControlActor.options(  # type: ignore[attr-defined]
-        name=RUN_CONTROL_NAME, namespace=NAMESPACE
+        name=RUN_CONTROL_NAME, namespace=NAMESPACE, **on_driver_node()
     ).remote()
     ray.get(handle.status.remote())
     return handle

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import ray
-from rollout_fixtures import smoke_config
+from rollout_fixtures import override_sections, smoke_config
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
@@ -67,13 +67,8 @@ num_cpus_per_worker = 0.25
 
 def chaos_config(tmp_path: Path) -> Path:
     """configs/smoke.toml on the test caches, 8 steps, two rollout workers, checkpoints only at the end."""
-    text = smoke_config(tmp_path).read_text()
-    for section in ("[optim]", "[eval]", "[cluster]", "[rollout_worker]", "[teacher]", "[learner]"):
-        start = text.index(section)
-        end = text.find("\n[", start + 1)
-        text = text[:start] + text[end + 1 :] if end != -1 else text[:start]
     path = tmp_path / "chaos.toml"
-    path.write_text(text + OVERRIDES)
+    path.write_text(override_sections(smoke_config(tmp_path).read_text(), OVERRIDES))
     return path
 
 

@@ -1,0 +1,227 @@
+"""Scale-out on several Ray nodes of this machine (``tests/local_cluster.py``): `turnopd train` with
+``[cluster] pool_resources = true`` on a head with no pool resources, two serving nodes
+(``rollout_pool``, ``teacher_pool``) and a learner node (``learner_pool``), as the KubeRay
+manifests lay a cluster out.
+
+Where every actor ran is read from Ray's state API (what Ray recorded, not what the actors say).
+Mid-run, a serving node that hosts a rollout worker and a teacher replica is killed with no grace,
+as a lost machine; the run must finish with every step once, nothing lost, and the controller equal
+to a replay of its probes. Then the learner's node is lost: the run ends with an error that says
+to resume, and ``--resume`` on a new learner node finishes it with every step once.
+"""
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from local_cluster import LocalCluster
+from rollout_fixtures import override_sections, smoke_config
+
+from services.contracts.controller import ProbeStats, StepDecision
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.controller.replay import replay
+from services.orchestrator.probe_stats import probe_stats
+from services.settings import load_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 6
+SERVING = {"rollout_pool": 1.0, "teacher_pool": 1.0}
+LEARNER = {"learner_pool": 1.0}
+NODES = [
+    {"num_cpus": 2, "resources": SERVING},
+    {"num_cpus": 2, "resources": SERVING},
+    {"num_cpus": 1, "resources": LEARNER},
+]
+OVERRIDES = f"""
+[optim]
+batch = 4
+steps = {STEPS}
+lr = 1e-4
+
+[eval]
+interval = 100
+episodes = 2
+val_n = 1
+at_start = false
+
+[cluster]
+rollout_workers = 2
+teacher_replicas = 2
+pool_resources = true
+
+[rollout_worker]
+num_cpus = 0.25
+restart_timeout_s = 20.0
+
+[teacher]
+num_cpus = 0.25
+
+[learner]
+checkpoint_every = 1
+num_cpus_per_worker = 0.25
+"""
+# Ray's class names of the actors of each pool; those of no pool live on the driver's node (the head)
+POOL_OF = {
+    "RolloutWorker": "rollout_pool",
+    "ServeReplica:teacher:TeacherScorer": "teacher_pool",
+    "RayTrainWorker": "learner_pool",
+}
+ON_DRIVER_NODE = ("ControllerActor", "RunControlActor", "_QueueActor")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[LocalCluster]:
+    with LocalCluster(NODES, tmp_path_factory.mktemp("cluster") / "keeper.log") as local:
+        yield local
+
+
+def start_train(cluster: LocalCluster, log: Path, *args: str) -> subprocess.Popen[str]:
+    """`turnopd train ARGS` joined to ``cluster``, its output in ``log``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "train", *args],
+        cwd=REPO,
+        env=cluster.env(),
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for_step(run_dir: Path, step: int, train: subprocess.Popen[str], log: Path) -> None:
+    """Until ``metrics.jsonl`` has ``step`` (the run failing first fails the test with its log)."""
+    deadline = time.monotonic() + 600
+    metrics = run_dir / "metrics.jsonl"
+    while time.monotonic() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= step:
+            return
+        if train.poll() is not None:
+            pytest.fail(
+                f"the run ended (exit {train.returncode}) before step {step}:\n{log.read_text()[-4000:]}"
+            )
+        time.sleep(0.5)
+    pytest.fail(f"no step {step} within 600 s")
+
+
+def check_placement(cluster: LocalCluster, counts: dict[str, int]) -> dict[str, set[str]]:
+    """Every live actor of a pool on a node with that pool's resource, those of no pool on the head,
+    and ``counts`` of each; returns, for each pool and for each actor's name, the nodes (indices)."""
+    resources = {node: {} for node in cluster.nodes}
+    for index, spec in enumerate(NODES, start=1):
+        resources[cluster.nodes[index]] = spec["resources"]
+    head = cluster.nodes[0]
+    where: dict[str, set[str]] = {}
+    alive = [a for a in cluster.actors() if a["state"] == "ALIVE"]
+    for actor in alive:
+        name, node = actor["class_name"], actor["node_id"]
+        pool = POOL_OF.get(name)
+        if pool is not None:
+            assert pool in resources[node], f"{name} ({actor['name']}) on a node without {pool}"
+            where.setdefault(pool, set()).add(str(cluster.nodes.index(node)))
+            where.setdefault(actor["name"], set()).add(str(cluster.nodes.index(node)))
+        elif name in ON_DRIVER_NODE:
+            assert node == head, f"{name} ({actor['name']}) is not on the driver's node"
+    assert {name: sum(a["class_name"] == name for a in alive) for name in counts} == counts
+    return where
+
+
+def expected_actors(rollout_workers: int, teacher_replicas: int) -> dict[str, int]:
+    return {
+        "RolloutWorker": rollout_workers,
+        "ServeReplica:teacher:TeacherScorer": teacher_replicas,
+        "RayTrainWorker": 1,
+        "ControllerActor": 1,
+        "RunControlActor": 1,
+        "_QueueActor": 2,  # the learner's inbox and outbox
+    }
+
+
+def check_every_step_once(config: Path) -> None:
+    """Steps 1..STEPS once each, every episode played, and the controller equal to a replay."""
+    settings = load_settings(config)
+    run_dir = Path(settings.run.run_dir)
+    metrics = read_jsonl(run_dir / "metrics.jsonl", StepMetrics)
+    assert [m.step for m in metrics] == list(range(1, STEPS + 1))
+    assert [m.weights_version for m in metrics] == list(range(1, STEPS + 1))
+    assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
+    decisions = read_jsonl(run_dir / "controller.jsonl", StepDecision)
+    turn_stats = read_jsonl(run_dir / "turn_stats.jsonl", TurnStatsRecord)
+    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
+    replayed = list(replay(probes, STEPS, settings.depth))
+    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
+        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
+    ]
+
+
+def test_pools_on_their_nodes_and_a_serving_node_lost_mid_step(cluster, tmp_path):
+    config = tmp_path / "multi_node.toml"
+    config.write_text(override_sections(smoke_config(tmp_path).read_text(), OVERRIDES))
+    log = tmp_path / "train.log"
+    train = start_train(cluster, log, "--config", str(config))
+    try:
+        wait_for_step(tmp_path / "run", 2, train, log)
+        where = check_placement(cluster, expected_actors(2, 2))
+        assert where["learner_pool"] == {"3"}
+        # the node to lose: one that hosts a rollout worker and a teacher replica (both do, one each)
+        victim = sorted(where["rollout_pool"] & where["teacher_pool"])[0]
+        [lost] = [w for w in ("rollout-worker-0", "rollout-worker-1") if where[w] == {victim}]
+        time.sleep(1.0)  # into step 3's rollout
+        cluster.kill(int(victim))
+        assert train.wait(timeout=900) == 0, log.read_text()[-4000:]
+    finally:
+        if train.poll() is None:
+            train.kill()
+    check_every_step_once(config)
+    # its rollout worker could not come back (no other node has a free rollout_pool): its chunk was
+    # played again by the other worker, and the pool went on with one
+    assert f"{lost} did not come back; the pool goes on without it" in log.read_text()
+
+
+def test_the_learner_node_lost_ends_the_run_and_resume_finishes_it(cluster, tmp_path):
+    """Runs after the test above, which lost a serving node: one rollout worker, one teacher replica."""
+    config = tmp_path / "learner_lost.toml"
+    overrides = OVERRIDES.replace("rollout_workers = 2", "rollout_workers = 1")
+    config.write_text(
+        override_sections(
+            smoke_config(tmp_path).read_text(),
+            overrides.replace("teacher_replicas = 2", "teacher_replicas = 1"),
+        )
+    )
+    log = tmp_path / "train.log"
+    train = start_train(cluster, log, "--config", str(config))
+    try:
+        wait_for_step(tmp_path / "run", 2, train, log)
+        where = check_placement(cluster, expected_actors(1, 1))
+        [learner_node] = where["learner_pool"]
+        time.sleep(1.0)
+        cluster.kill(int(learner_node))
+        code = train.wait(timeout=600)
+    finally:
+        if train.poll() is None:
+            train.kill()
+    text = log.read_text()
+    assert code != 0, text[-4000:]
+    done = len(read_jsonl(tmp_path / "run" / "metrics.jsonl", StepMetrics))
+    assert 2 <= done < STEPS
+    assert "error: learner workers failed (a rank raised, or its process or node was lost)" in text
+    # checkpoint_every = 1: the hint names the last step done (or the one before, if the node went
+    # between that step's log line and its checkpoint)
+    hint = f"with: turnopd train --resume {tmp_path / 'run'}"
+    assert f"hint: the run goes on from its checkpoint of step {done} {hint}" in text or (
+        f"hint: the run goes on from its checkpoint of step {done - 1} {hint}" in text
+    ), text[-4000:]
+
+    cluster.add(1, LEARNER)
+    log = tmp_path / "resume.log"
+    resumed = start_train(cluster, log, "--resume", str(tmp_path / "run"))
+    try:
+        assert resumed.wait(timeout=900) == 0, log.read_text()[-4000:]
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    check_every_step_once(config)

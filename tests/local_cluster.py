@@ -1,0 +1,161 @@
+"""A Ray cluster of several nodes on this machine, for the multi-node tests.
+
+The pytest process already drives the session's own Ray cluster (``ray_session``), and a process
+drives one cluster at most; so the multi-node cluster lives in a keeper process of its own
+(``python tests/local_cluster.py SPEC``, Ray's ``cluster_utils.Cluster``), which the test talks to
+over its stdin/stdout, one JSON line each way:
+
+- it starts the head (no pool resources, the dashboard for Ray's state API) and one node per
+  entry of SPEC (a JSON list of ``{"num_cpus": .., "resources": {..}}``), starts Serve with its
+  proxy on the head only, on a free port (nodes on one host would all want port 8000), and answers
+  ``{"address", "nodes": [node ids, head first]}``;
+- ``{"op": "actors"}`` -> ``{"actors": [{"class_name", "name", "node_id", "state", "pid"}]}``,
+  from Ray's state API (what Ray itself records, not what our actors say of themselves);
+- ``{"op": "kill", "node": i}`` kills every process of node ``i`` (1-based, the head is 0) with no
+  grace, as a lost machine -> ``{"killed": node id}``;
+- ``{"op": "add", "num_cpus": .., "resources": {..}}`` -> ``{"node": node id}``;
+- end of input shuts the cluster down.
+
+Token authentication is off (``RAY_AUTH_MODE=disabled``): every process is on the loopback.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ENV = {"RAY_AUTH_MODE": "disabled"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def keep(spec: list[dict[str, Any]]) -> None:
+    """The keeper process's body (see the module's docstring)."""
+    import ray
+    from ray import serve
+    from ray.cluster_utils import Cluster
+    from ray.util.state import list_actors
+
+    dashboard = free_port()
+    cluster = Cluster(
+        initialize_head=True,
+        connect=False,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": True,
+            "dashboard_host": "127.0.0.1",
+            "dashboard_port": dashboard,
+        },
+    )
+    nodes = [cluster.head_node]
+    try:
+        for node in spec:
+            nodes.append(cluster.add_node(num_cpus=node["num_cpus"], resources=node["resources"]))
+        cluster.wait_for_nodes(timeout=300)
+        ray.init(address=cluster.address, namespace="turnopd", log_to_driver=False)
+        serve.start(http_options={"host": "127.0.0.1", "port": free_port(), "location": "HeadOnly"})
+        answer({"address": cluster.address, "nodes": [n.node_id for n in nodes]})
+        for line in sys.stdin:
+            request = json.loads(line)
+            match request["op"]:
+                case "actors":
+                    found = list_actors(address=f"http://127.0.0.1:{dashboard}", detail=True, limit=10_000)
+                    keys = ("class_name", "name", "node_id", "state", "pid")
+                    answer({"actors": [{k: getattr(a, k) for k in keys} for a in found]})
+                case "kill":
+                    node = nodes[request["node"]]
+                    cluster.remove_node(node, allow_graceful=False)
+                    answer({"killed": node.node_id})
+                case "add":
+                    node = cluster.add_node(num_cpus=request["num_cpus"], resources=request["resources"])
+                    cluster.wait_for_nodes(timeout=300)
+                    nodes.append(node)
+                    answer({"node": node.node_id})
+                case other:
+                    answer({"error": f"unknown op {other!r}"})
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def answer(message: dict[str, Any]) -> None:
+    print(json.dumps(message), flush=True)
+
+
+class LocalCluster:
+    """The test's side: starts the keeper, asks it things, shuts it down (a context manager)."""
+
+    def __init__(self, spec: list[dict[str, Any]], log: Path) -> None:
+        self._log = log.open("w")
+        self._keeper = subprocess.Popen(
+            [sys.executable, __file__, json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=dict(os.environ, **ENV),
+        )
+        ready = self._read()
+        self.address: str = ready["address"]
+        self.nodes: list[str] = ready["nodes"]
+
+    def env(self) -> dict[str, str]:
+        """The environment of a process that joins this cluster (``turnopd train``)."""
+        return dict(os.environ, RAY_ADDRESS=self.address, **ENV)
+
+    def actors(self) -> list[dict[str, Any]]:
+        return list(self._ask({"op": "actors"})["actors"])
+
+    def kill(self, node: int) -> str:
+        return str(self._ask({"op": "kill", "node": node})["killed"])
+
+    def add(self, num_cpus: float, resources: dict[str, float]) -> str:
+        node = str(self._ask({"op": "add", "num_cpus": num_cpus, "resources": resources})["node"])
+        self.nodes.append(node)
+        return node
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._keeper.stdin is not None
+        self._keeper.stdin.write(json.dumps(request) + "\n")
+        self._keeper.stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self._keeper.stdout is not None
+        line = ""
+        while not line.startswith("{"):  # Ray may print a line of its own
+            line = self._keeper.stdout.readline()
+            if not line:
+                self._log.flush()
+                code = self._keeper.wait()
+                raise RuntimeError(f"the cluster keeper ended (exit {code}); its log: {self._log.name}")
+        message: dict[str, Any] = json.loads(line)
+        if "error" in message:
+            raise RuntimeError(message["error"])
+        return message
+
+    def close(self) -> None:
+        assert self._keeper.stdin is not None
+        self._keeper.stdin.close()
+        try:
+            self._keeper.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self._keeper.kill()
+        self._log.close()
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    keep(json.loads(sys.argv[1]))
