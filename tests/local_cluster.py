@@ -16,14 +16,18 @@ over its stdin/stdout, one JSON line each way:
 - ``{"op": "add", "num_cpus": .., "resources": {..}}`` -> ``{"node": node id}``;
 - end of input shuts the cluster down.
 
-Token authentication is off (``RAY_AUTH_MODE=disabled``): every process is on the loopback.
+Token authentication is off (``RAY_AUTH_MODE=disabled``): every process is on the loopback. The
+keeper's Ray files live under a temporary ``RAY_TMPDIR`` of its own, so that it never becomes the
+"current cluster" (``/tmp/ray/ray_current_cluster``) that a plain ``ray.init()`` would join.
 """
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -94,21 +98,25 @@ class LocalCluster:
 
     def __init__(self, spec: list[dict[str, Any]], log: Path) -> None:
         self._log = log.open("w")
+        self._tmp = tempfile.mkdtemp(prefix="rmn", dir="/tmp")  # short: Ray's socket paths have a limit
         self._keeper = subprocess.Popen(
             [sys.executable, __file__, json.dumps(spec)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,
-            env=dict(os.environ, **ENV),
+            env=self.env(with_address=False),
         )
         ready = self._read()
         self.address: str = ready["address"]
         self.nodes: list[str] = ready["nodes"]
 
-    def env(self) -> dict[str, str]:
+    def env(self, with_address: bool = True) -> dict[str, str]:
         """The environment of a process that joins this cluster (``turnopd train``)."""
-        return dict(os.environ, RAY_ADDRESS=self.address, **ENV)
+        env = dict(os.environ, RAY_TMPDIR=self._tmp, **ENV)
+        if with_address:
+            env["RAY_ADDRESS"] = self.address
+        return env
 
     def actors(self) -> list[dict[str, Any]]:
         return list(self._ask({"op": "actors"})["actors"])
@@ -149,6 +157,7 @@ class LocalCluster:
         except subprocess.TimeoutExpired:
             self._keeper.kill()
         self._log.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> "LocalCluster":
         return self

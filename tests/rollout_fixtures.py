@@ -31,14 +31,14 @@ def gateway_config(directory: Path) -> Path:
     return config
 
 
-def rollout_settings(config: Path, zoo: Path, workers: int = 2) -> TurnOPDSettings:
-    """Settings of a pool of ``workers`` on the test zoo; each worker takes one CPU."""
+def rollout_settings(config: Path, zoo: Path, workers: int = 2, cpus: float = 1.0) -> TurnOPDSettings:
+    """Settings of a pool of ``workers`` on the test zoo; each worker reserves ``cpus`` logical CPUs."""
     return load_settings(
         config,
         {
             "models": {"cache_dir": zoo, "max_new_tokens": 32},
             "cluster": {"rollout_workers": workers},
-            "rollout_worker": {"num_cpus": 1.0, "restart_timeout_s": 120.0},
+            "rollout_worker": {"num_cpus": cpus, "restart_timeout_s": 120.0},
         },
     )
 

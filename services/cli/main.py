@@ -18,6 +18,7 @@ def build_app() -> typer.Typer:
         models_cmd,
         report_cmd,
         restart_cmd,
+        scale_cmd,
         serve_cmd,
         status_cmd,
         summary_cmd,
@@ -39,6 +40,7 @@ def build_app() -> typer.Typer:
     app.command("train")(train_cmd.train)
     app.command("status")(status_cmd.status)
     app.command("restart")(restart_cmd.restart)
+    app.command("scale")(scale_cmd.scale)
     app.command("compare")(compare_cmd.compare)
     app.command("report")(report_cmd.report)
     app.add_typer(serve_cmd.app, name="serve")

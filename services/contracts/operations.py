@@ -8,7 +8,7 @@ The `turnopd train` driver keeps a ``RunStatus`` in the named `run-control` acto
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
 from services.contracts.orchestrator import EvalRecord, PoolLoad
@@ -25,6 +25,8 @@ RESTARTABLE = (
 _SERVICE_NAME = re.compile(
     r"^(rollout-worker-(0|[1-9][0-9]*)|rollout-pool|teacher|env-gateway|controller|learner|redis)$"
 )
+
+SCALABLE = {"rollout": "rollout-pool", "teacher": "teacher"}  # `turnopd scale POOL N` -> the service
 
 Health = Literal["ok", "busy", "restarting", "down", "unknown"]
 RunPhase = Literal["starting", "training", "evaluating", "finished", "failed"]
@@ -45,11 +47,26 @@ class RestartRequest(Contract):
     config_path: str | None = Field(
         None, min_length=1, description="TOML the new process starts with (None: the run's config)."
     )
+    replicas: int | None = Field(
+        None,
+        ge=1,
+        description="`turnopd scale`: resize the pool (service rollout-pool or teacher) to this many; "
+        "nothing is restarted.",
+    )
 
     @field_validator("service")
     @classmethod
     def _known(cls, value: str) -> str:
         return check_service_name(value)
+
+    @model_validator(mode="after")
+    def _scales_a_pool(self) -> "RestartRequest":
+        if self.replicas is not None:
+            if self.service not in SCALABLE.values():
+                raise ValueError(f"only the pools {', '.join(SCALABLE)} can be scaled, not {self.service!r}")
+            if self.config_path is not None:
+                raise ValueError("a scale request takes no config")
+        return self
 
 
 class RestartResult(Contract):

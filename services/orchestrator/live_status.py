@@ -17,6 +17,7 @@ from services.orchestrator.pool_load import pool_load
 from services.orchestrator.restarts import ServiceRestarts
 from services.orchestrator.stack import Stack
 from services.rollout_worker.actor import worker_name
+from services.settings.teacher import TeacherSettings
 
 
 def masked_url(url: str) -> str:
@@ -25,6 +26,12 @@ def masked_url(url: str) -> str:
     if "@" not in rest:
         return url
     return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}"
+
+
+def _replicas(teacher: TeacherSettings) -> str:
+    if teacher.autoscaling:
+        return f"{teacher.min_replicas}-{teacher.max_replicas} replicas (autoscaling)"
+    return f"{teacher.replicas} replica(s)"
 
 
 def _services(stack: Stack, restarts: ServiceRestarts, step: int) -> list[ServiceStatus]:
@@ -51,14 +58,15 @@ def _services(stack: Stack, restarts: ServiceRestarts, step: int) -> list[Servic
                 detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
             )
         )
-    model = restarts.settings["teacher"].teacher.model or stack.settings.models.teacher
+    teacher = restarts.settings["teacher"].teacher
+    model = teacher.model or stack.settings.models.teacher
     services.append(
         ServiceStatus(
             name="teacher",
             health="ok",
             restarts=counts["teacher"],
             version=f"{PurePath(model).name}, config {restarts.version('teacher')}",
-            detail="Serve app 'teacher'",
+            detail=f"Serve app 'teacher', {_replicas(teacher)}",
         )
     )
     services.append(

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import ray
 
+from services.cluster_capacity import check_free_resources
 from services.contracts.operations import RestartRequest, RestartResult
 from services.controller.actor import start_controller
 from services.env_gateway.local_server import LocalGateway
@@ -46,6 +47,7 @@ from services.ray_names import NAMESPACE
 from services.ray_session import wait_name_free
 from services.settings import load_settings
 from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.placement import replica_resources
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,10 @@ class ServiceRestarts:
         """
         started_at, t0 = time.time(), time.perf_counter()
         try:
-            message = self._restart(request.service, request.config_path, step)
+            if request.replicas is not None:
+                message = self._scale(request.service, request.replicas)
+            else:
+                message = self._restart(request.service, request.config_path, step)
             ok = True
         except ResumeMismatchError:
             raise
@@ -106,6 +111,34 @@ class ServiceRestarts:
         )
         self.history.append(result)
         return result
+
+    def _scale(self, service: str, size: int) -> str:
+        """`turnopd scale`: resize a pool in place (no restart, so no restart is counted)."""
+        if service == "teacher":
+            return self._scale_teacher(size)
+        pool = self.stack.pool
+        before = pool.resize(size)
+        return f"rollout pool {before} -> {size} workers at weights version {pool.weights_version}"
+
+    def _scale_teacher(self, size: int) -> str:
+        old = self.settings["teacher"]
+        teacher = old.teacher
+        if teacher.autoscaling:
+            raise ConflictError(
+                f"the teacher autoscales between {teacher.min_replicas} and {teacher.max_replicas} replicas; "
+                "change [teacher] min_replicas/max_replicas with `turnopd restart teacher --config`"
+            )
+        before = teacher.replicas
+        if size > before:
+            check_free_resources(
+                ray.available_resources(), replica_resources(teacher), size - before, "teacher replica"
+            )
+        new = old.model_copy(deep=True)
+        new.teacher.replicas = size
+        new.cluster.teacher_replicas = size
+        self._deploy_teacher(new)  # only num_replicas changes: Serve keeps the running replicas
+        self.settings["teacher"] = new
+        return f"teacher {before} -> {size} replicas"
 
     def _new_settings(self, service: str, config_path: str | None) -> TurnOPDSettings | None:
         if config_path is None:

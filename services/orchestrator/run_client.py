@@ -14,7 +14,13 @@ from typing import Any
 
 import ray
 
-from services.contracts.operations import RestartRequest, RestartResult, RunStatus, check_service_name
+from services.contracts.operations import (
+    SCALABLE,
+    RestartRequest,
+    RestartResult,
+    RunStatus,
+    check_service_name,
+)
 from services.errors import InputError, NotFoundError, TurnOPDError
 from services.orchestrator.run_control import find_run_control
 from services.ray_names import NAMESPACE
@@ -84,6 +90,17 @@ def submit_restart(service: str, config_path: Path | None = None) -> str:
         config_path=str(config_path.resolve()) if config_path is not None else None,
     )
     ray.get(control.submit.remote(request))
+    return request.request_id
+
+
+def submit_scale(pool: str, replicas: int) -> str:
+    """File a request to resize ``pool`` (rollout, teacher) of the live run to ``replicas``; its id."""
+    if pool not in SCALABLE:
+        raise InputError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}")
+    if replicas < 1:
+        raise InputError(f"a pool needs at least 1 replica, not {replicas}")
+    request = RestartRequest(request_id=uuid.uuid4().hex, service=SCALABLE[pool], replicas=replicas)
+    ray.get(find_run_control().submit.remote(request))
     return request.request_id
 
 

@@ -169,6 +169,14 @@ def _exit_if_broken(name: str, call: Callable[[], T]) -> T:
         os._exit(1)
 
 
+def worker_resources(settings: TurnOPDSettings) -> dict[str, float]:
+    """What one worker reserves, in Ray's resource names (CPU, GPU, the pool's custom resource)."""
+    needs = {"CPU": settings.rollout_worker.num_cpus, "GPU": float(settings.cluster.rollout_gpus_per_worker)}
+    if settings.cluster.pool_resources:
+        needs[POOL_RESOURCE] = 1.0
+    return {name: amount for name, amount in needs.items() if amount > 0}
+
+
 def worker_options(settings: TurnOPDSettings, index: int) -> dict[str, Any]:
     """Ray options of worker ``index``: its name, CPUs, GPUs, and the pool resource if the cluster has pools."""
     options: dict[str, Any] = {

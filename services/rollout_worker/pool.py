@@ -25,12 +25,13 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
+from services.cluster_capacity import check_free_resources
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest, RolloutResult
 from services.errors import InputError, TurnOPDError
 from services.ray_names import NAMESPACE
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
 from services.ray_session import wait_name_free
-from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options
+from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options, worker_resources
 from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
 from services.rollout_worker.task_chunks import chunk_count, merge_results, split_even
@@ -70,18 +71,22 @@ class RolloutPool:
         self._env_generation = 0
         self._changes = threading.Condition()  # guards _workers swaps, _replacing and the env URL
         self._replacing: set[int] = set()
+        self._busy: set[int] = set()  # workers playing a chunk now
+        self._retiring: set[int] = set()  # workers a shrink takes no more chunks from
+        self._membership = threading.Lock()  # a resize, or a publish (which must see every worker)
         self._worker_settings = [settings] * settings.cluster.rollout_workers
         self._workers = [
             RolloutWorker.options(**worker_options(settings, i)).remote(settings, i, env_gateway_url, model)  # type: ignore[attr-defined]
             for i in range(settings.cluster.rollout_workers)
         ]
-        timeout = settings.rollout_worker.restart_timeout_s
+        timeout = settings.rollout_worker.ready_timeout_s
         try:
             self._incarnations = ray.get([w.ready.remote() for w in self._workers], timeout=timeout)
         except GetTimeoutError:
             self.close()
             raise TurnOPDError(
-                f"{len(self._workers)} rollout workers were not ready within {timeout:.0f}s; does the Ray "
+                f"{settings.cluster.rollout_workers} rollout workers were not ready within {timeout:.0f}s "
+                "(rollout_worker.ready_timeout_s); does the Ray "
                 f"cluster have {settings.rollout_worker.num_cpus:g} free CPUs (and the GPUs) for each?"
             ) from None
 
@@ -152,14 +157,23 @@ class RolloutPool:
         attempts = [0] * len(requests)
         results: dict[int, RolloutResult] = {}
         failed: dict[int, list[EpisodeFailure]] = {}
-        idle = deque(i for i in range(len(self._workers)) if i not in self._lost)
+        with self._changes:
+            known = len(self._workers)
+            idle = deque(i for i in range(known) if i not in self._lost and i not in self._retiring)
         inflight: dict[Any, tuple[int, int, int, Any]] = {}  # ref -> (worker, chunk, env generation, handle)
         while pending or inflight:
+            with self._changes:  # workers a resize added since: they play from now on
+                idle.extend(range(known, len(self._workers)))
+                known = len(self._workers)
             while pending and idle:
-                worker, chunk = idle.popleft(), pending.popleft()
-                attempts[chunk] += 1
+                worker = idle.popleft()
                 with self._changes:
+                    if worker in self._retiring or worker >= len(self._workers):
+                        continue  # a shrink takes it away
                     handle, url, generation = self._workers[worker], self._env_url, self._env_generation
+                    self._busy.add(worker)
+                chunk = pending.popleft()
+                attempts[chunk] += 1
                 request = requests[chunk].model_copy(update={"env_gateway_url": url})
                 inflight[handle.play.remote(request)] = (worker, chunk, generation, handle)
             if not inflight:  # every worker is gone
@@ -171,16 +185,18 @@ class RolloutPool:
             try:
                 result: RolloutResult = ray.get(ref)
             except (RayActorError, StaleWeightsError) as exc:
+                self._done_with(worker)
                 if not self._replaced(worker, handle):
                     # a stale worker is one Ray restarted while it was idle (it came back at version 0)
                     self.stats.crashes_by_worker[worker] += 1
                     if isinstance(exc, RayActorError):
                         self.stats.worker_deaths += 1
                         log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
-                if self._recover(worker):
+                if not self._leaving(worker) and self._recover(worker):
                     idle.append(worker)
                 self._again(chunk, attempts, pending, failed, requests, worker, f"{exc}")
                 continue
+            self._done_with(worker)
             idle.append(worker)
             if result.failures and generation != self._env_generation:
                 self.stats.env_replays += 1
@@ -191,6 +207,17 @@ class RolloutPool:
             if on_result is not None:
                 on_result(result)
         return results, failed
+
+    def _leaving(self, worker: int) -> bool:
+        """A shrink is taking ``worker`` away (or has)."""
+        with self._changes:
+            return worker in self._retiring or worker >= len(self._workers)
+
+    def _done_with(self, worker: int) -> None:
+        """``worker``'s chunk is over (played or failed); a shrink waiting to drain it may go on."""
+        with self._changes:
+            self._busy.discard(worker)
+            self._changes.notify_all()
 
     def _again(
         self,
@@ -246,9 +273,14 @@ class RolloutPool:
         return False
 
     def _replaced(self, index: int, handle: Any) -> bool:
-        """Whether ``handle`` died because an operator replaced worker ``index`` (not a crash)."""
+        """Whether ``handle`` died because an operator replaced or retired worker ``index`` (not a crash)."""
         with self._changes:
-            return index in self._replacing or self._workers[index] is not handle
+            return (
+                index in self._replacing
+                or index in self._retiring
+                or index >= len(self._workers)
+                or self._workers[index] is not handle
+            )
 
     def _current_worker(self, index: int, deadline: float) -> Any:
         """Worker ``index``'s handle, once any replacement of it in progress has finished."""
@@ -294,6 +326,72 @@ class RolloutPool:
                 self._replacing.discard(index)
                 self._changes.notify_all()
 
+    def resize(self, size: int) -> int:
+        """Grow or shrink the pool to ``size`` workers while ``play`` may run; returns the size before.
+
+        Growing starts workers ``rollout-worker-{n}..`` (refused up front, naming what is missing,
+        when the cluster lacks the free resources), loads the published weights into them, and only
+        then lets them play: a ``play`` in progress hands them its next chunks. Shrinking takes the
+        highest-numbered workers out of dispatch, waits for the chunk each is playing, then kills them.
+        """
+        if size < 1:
+            raise InputError(f"a rollout pool needs at least 1 worker, not {size}")
+        with self._membership:
+            before = len(self._workers)
+            if size > before:
+                self._grow(before, size)
+            elif size < before:
+                self._shrink(before, size)
+            return before
+
+    def _grow(self, before: int, size: int) -> None:
+        settings = self.settings
+        check_free_resources(
+            ray.available_resources(), worker_resources(settings), size - before, "rollout worker"
+        )
+        actor: Any = RolloutWorker
+        fresh = [
+            actor.options(**worker_options(settings, i)).remote(settings, i, self._env_url, self.model)
+            for i in range(before, size)
+        ]
+        timeout = settings.rollout_worker.ready_timeout_s
+        try:
+            incarnations = ray.get([w.ready.remote() for w in fresh], timeout=timeout)
+            if self._weights_ref is not None:  # publishes wait for this lock: the version holds
+                ray.get(
+                    [w.load_weights.remote(self._weights_ref, self._version) for w in fresh], timeout=timeout
+                )
+        except BaseException as exc:
+            for worker in fresh:
+                ray.kill(worker, no_restart=True)
+            if isinstance(exc, GetTimeoutError):
+                raise TurnOPDError(
+                    f"the {size - before} new rollout worker(s) were not ready within {timeout:.0f}s "
+                    f"(rollout_worker.ready_timeout_s); the pool keeps its {before}"
+                ) from None
+            raise
+        with self._changes:
+            self._workers.extend(fresh)
+            self._incarnations.extend(incarnations)
+            self._worker_settings.extend([settings] * len(fresh))
+            self._changes.notify_all()
+        log.info("rollout pool grown %d -> %d workers at weights version %d", before, size, self._version)
+
+    def _shrink(self, before: int, size: int) -> None:
+        leaving = set(range(size, before))
+        with self._changes:
+            self._retiring |= leaving
+            self._changes.wait_for(lambda: not self._busy & leaving)  # their chunks finish first
+            handles = self._workers[size:]
+            del self._workers[size:], self._incarnations[size:], self._worker_settings[size:]
+            self._retiring -= leaving
+            self._lost -= leaving
+        for handle in handles:
+            ray.kill(handle, no_restart=True)
+        for index in sorted(leaving):
+            wait_name_free(worker_name(index), NAMESPACE, 30.0)
+        log.info("rollout pool shrunk %d -> %d workers", before, size)
+
     def switch_env_gateway(self, url: str) -> None:
         """Play every later request against ``url``; chunks in flight that lose episodes are played again."""
         with self._changes:
@@ -305,6 +403,10 @@ class RolloutPool:
 
         The pool keeps the reference, so a worker Ray restarts later is reloaded before it plays.
         """
+        with self._membership:
+            self._publish(weights_ref, version)
+
+    def _publish(self, weights_ref: Any, version: int) -> None:
         next_version(self._version, version)
         if isinstance(weights_ref, Mapping):
             weights_ref = ray.put(dict(weights_ref))

@@ -15,6 +15,9 @@ class RolloutWorkerSettings(Section):
     restart_timeout_s: float = Field(
         300.0, gt=0.0, description="How long to wait for Ray to restart a dead worker (and reload weights)."
     )
+    ready_timeout_s: float = Field(
+        300.0, gt=0.0, description="How long new workers (the pool's start, a scale-up) may take to load."
+    )
     env_timeout_s: float = Field(300.0, gt=0.0, description="Timeout of one env gateway HTTP call.")
     eval_chunk_episodes: int = Field(
         8,

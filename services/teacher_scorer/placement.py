@@ -6,6 +6,12 @@ from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
 from services.settings.teacher import TeacherSettings
 
 
+def replica_resources(settings: TeacherSettings) -> dict[str, float]:
+    """What one replica reserves, in Ray's resource names."""
+    needs = {"CPU": settings.num_cpus, "GPU": settings.num_gpus, **settings.resources}
+    return {name: float(amount) for name, amount in needs.items() if amount > 0}
+
+
 def deployment_options(settings: TeacherSettings) -> dict[str, Any]:
     """Keyword arguments for ``Deployment.options`` of the teacher deployment."""
     actor_options: dict[str, Any] = {"num_cpus": settings.num_cpus, "num_gpus": settings.num_gpus}

@@ -1,4 +1,5 @@
-"""Operations on a playing rollout pool: a worker replaced mid-play, chunks moved to a new env gateway.
+"""Operations on a playing rollout pool: a worker replaced mid-play, chunks moved to a new env gateway,
+the pool grown and shrunk.
 
 Both must leave the result exactly as an undisturbed play: every task played, same trajectories
 (the lost chunk is played again with the same seeds), the published weights version.
@@ -16,7 +17,9 @@ from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
 from services.contracts.operations import WorkerHealth
 from services.contracts.rollout import EpisodeTask
 from services.env_gateway.local_server import LocalGateway
+from services.errors import InputError
 from services.loopback import free_loopback_port
+from services.models.loading import load_causal_lm
 from services.rollout_worker.pool import RolloutPool
 
 pytestmark = pytest.mark.integration
@@ -42,7 +45,8 @@ def gateway(config):
 
 @pytest.fixture(scope="module")
 def pool(ray_session, config, gateway):
-    rollout_pool = RolloutPool(rollout_settings(config, zoo_cache_dir()), gateway.url, "student")
+    # half a logical CPU each: the session's 2-CPU cluster has room for a third (the resize test)
+    rollout_pool = RolloutPool(rollout_settings(config, zoo_cache_dir(), cpus=0.5), gateway.url, "student")
     yield rollout_pool
     rollout_pool.close()
 
@@ -101,3 +105,35 @@ def test_chunks_that_lose_their_gateway_are_played_again_on_the_new_one(pool, co
         assert result.failures == [] and result.task_indices == list(range(len(TASKS)))
         assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
         assert active_episodes(fresh.url) == 0
+
+
+def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(pool, gateway):
+    """Last in this module: the pool ends with its two workers, at weights version 1."""
+    pool.switch_env_gateway(gateway.url)  # the test above left it on a gateway that has stopped
+    weights = load_causal_lm("student", cache_dir=zoo_cache_dir()).state_dict()
+    weights.pop("lm_head.weight", None)
+    pool.publish_weights(ray.put(weights), 1)
+    played = {**PLAY, "weights_version": 1}
+
+    assert pool.resize(3) == 2 and pool.size == 3
+    assert pool.workers_versions() == {f"rollout-worker-{i}": 1 for i in range(3)}  # before it plays
+    three = pool.play(TASKS, **played)
+    assert three.failures == [] and three.task_indices == list(range(len(TASKS)))
+
+    # taken away mid-play: worker 2 finishes its chunk first, so nothing is replayed or lost and the
+    # result is exactly the three-worker play (chunk seeds follow the chunks, not the workers)
+    replays, deaths = pool.stats.replays, pool.stats.worker_deaths
+    shrinker = when_playing(gateway.url, pool.resize, 2)
+    drained = pool.play(TASKS, **played)
+    shrinker.join()
+    assert pool.size == 2 and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
+    assert drained.failures == [] and pool.stats.replays == replays and pool.stats.worker_deaths == deaths
+    assert [t.token_ids for t in drained.trajectories] == [t.token_ids for t in three.trajectories]
+    with pytest.raises(ValueError):
+        ray.get_actor("rollout-worker-2", namespace="turnopd")
+
+    with pytest.raises(InputError, match="at least 1 worker, not 0"):
+        pool.resize(0)
+    with pytest.raises(InputError, match=r"38 more rollout worker\(s\) need CPU 0.5 each; .* short of CPU"):
+        pool.resize(40)
+    assert pool.size == 2 and pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}
