@@ -55,6 +55,37 @@ def smoke_config(tmp_path: Path) -> Path:
     return path
 
 
+def short_run(steps: int, cluster: str, rollout_worker: str = "", checkpoint_every: int = 100) -> str:
+    """Overrides of configs/smoke.toml for a run of ``steps`` batches of 4, each actor a quarter of
+    a logical CPU, no evaluation before the end; ``cluster`` and ``rollout_worker``: extra lines."""
+    return f"""
+[optim]
+batch = 4
+steps = {steps}
+lr = 1e-4
+
+[eval]
+interval = 100
+episodes = 2
+val_n = 1
+at_start = false
+
+[cluster]
+{cluster}
+
+[rollout_worker]
+num_cpus = 0.25
+{rollout_worker}
+
+[teacher]
+num_cpus = 0.25
+
+[learner]
+checkpoint_every = {checkpoint_every}
+num_cpus_per_worker = 0.25
+"""
+
+
 def override_sections(text: str, overrides: str) -> str:
     """TOML ``text`` with every ``[section]`` that ``overrides`` has removed, then ``overrides`` appended."""
     for section in re.findall(r"^\[[^\]]+\]$", overrides, flags=re.MULTILINE):

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.agent.action_templates import fill_template
+from services.contracts.action_templates import fill_template
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"

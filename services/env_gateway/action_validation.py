@@ -4,7 +4,7 @@ commands; otherwise the rejection says what is wrong with it, and the game never
 import difflib
 from collections.abc import Sequence
 
-from services.agent.action_templates import fill_template
+from services.contracts.action_templates import fill_template
 from services.env_gateway.episode_errors import ActionRejectedError
 
 _MAX_LISTED = 60

@@ -317,7 +317,9 @@ def train(
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
                 learner=out.result,
             )
-            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers))
+            teacher = restarts.settings["teacher"].teacher
+            replicas = 0 if teacher.autoscaling else teacher.replicas
+            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers), replicas)
             live.step_done(out.metrics)
             on_step(out.metrics)
 

@@ -72,8 +72,8 @@ class RestartLoop:
     def _finish(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
         self.live.stack.run.append(RESTARTS_FILE, result.model_dump_json())
+        self.live.publish()  # first: whoever waits for the answer then sees its effect in the status
         ray.get(self.control.complete.remote(result))
-        self.live.publish()
 
     def check(self) -> None:
         """Raise on the caller's thread what broke the loop (a bug, never a failed restart)."""

@@ -97,6 +97,9 @@ class TrainingMetrics:
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"turnopd_{name}", doc, registry=registry)
 
+        self.teacher_replicas = gauge(
+            "teacher_replicas", "Teacher Serve replicas asked for (`turnopd scale teacher`); 0: autoscaling."
+        )
         self.episodes = counter("rollout_episodes", "Episodes played.")
         self.failed = counter("rollout_failed_episodes", "Episodes that failed.")
         self.turns = counter("rollout_turns", "Turns played in training rollouts.")
@@ -189,11 +192,13 @@ class TrainingMetrics:
             self.learner_seconds.labels(phase="forward_backward").set(learner.forward_backward_s)
             self.learner_seconds.labels(phase="optimizer").set(learner.optimizer_s)
 
-    def observe_pool(self, stats: PoolStatsLike, live_workers: int) -> None:
-        """Carry the pool's cumulative recovery counters over (a new pool starts its own from 0)."""
+    def observe_pool(self, stats: PoolStatsLike, live_workers: int, teacher_replicas: int = 0) -> None:
+        """Carry the pool's cumulative recovery counters over (a new pool starts its own from 0), and
+        the pools' sizes."""
         for key in POOL_EVENTS:
             now = int(getattr(stats, key))
             seen = self._pool_seen[key]
             self.pool_events[key].inc(now - seen if now >= seen else now)
             self._pool_seen[key] = now
         self.rollout["live_workers"].set(live_workers)
+        self.teacher_replicas.set(teacher_replicas)

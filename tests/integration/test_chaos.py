@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import ray
-from rollout_fixtures import override_sections, smoke_config
+from rollout_fixtures import override_sections, short_run, smoke_config
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
@@ -37,32 +37,7 @@ from services.settings import load_settings
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 8
-OVERRIDES = """
-[optim]
-batch = 4
-steps = 8
-lr = 1e-4
-
-[eval]
-interval = 100
-episodes = 2
-val_n = 1
-at_start = false
-
-[cluster]
-rollout_workers = 2
-
-[rollout_worker]
-num_cpus = 0.25
-restart_timeout_s = 180.0
-
-[teacher]
-num_cpus = 0.25
-
-[learner]
-checkpoint_every = 100
-num_cpus_per_worker = 0.25
-"""
+OVERRIDES = short_run(STEPS, "rollout_workers = 2", "restart_timeout_s = 180.0")
 
 
 def chaos_config(tmp_path: Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from local_cluster import LocalCluster
-from rollout_fixtures import override_sections, smoke_config
+from rollout_fixtures import override_sections, short_run, smoke_config
 
 from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
@@ -38,34 +38,12 @@ NODES = [
     {"num_cpus": 2, "resources": SERVING},
     {"num_cpus": 1, "resources": LEARNER},
 ]
-OVERRIDES = f"""
-[optim]
-batch = 4
-steps = {STEPS}
-lr = 1e-4
-
-[eval]
-interval = 100
-episodes = 2
-val_n = 1
-at_start = false
-
-[cluster]
-rollout_workers = 2
-teacher_replicas = 2
-pool_resources = true
-
-[rollout_worker]
-num_cpus = 0.25
-restart_timeout_s = 20.0
-
-[teacher]
-num_cpus = 0.25
-
-[learner]
-checkpoint_every = 1
-num_cpus_per_worker = 0.25
-"""
+OVERRIDES = short_run(
+    STEPS,
+    "rollout_workers = 2\nteacher_replicas = 2\npool_resources = true",
+    "restart_timeout_s = 20.0",
+    checkpoint_every=1,
+)
 # Ray's class names of the actors of each pool; those of no pool live on the driver's node (the head)
 POOL_OF = {
     "RolloutWorker": "rollout_pool",

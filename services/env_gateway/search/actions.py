@@ -2,7 +2,7 @@
 
 The agent's `search` tool call, ``<search>`` and ``<answer>`` text channels all become one of these
 (``services.agent.search_protocol``); the gateway admits them through the action templates
-(``services.agent.action_templates``).
+(``services.contracts.action_templates``).
 """
 
 import re

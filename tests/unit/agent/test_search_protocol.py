@@ -2,10 +2,10 @@
 
 import pytest
 
-from services.agent.action_templates import fill_template, template_verb
 from services.agent.env_protocols import HOUSEHOLD_PROTOCOL, SEARCH_PROTOCOL, env_protocol
 from services.agent.search_protocol import format_search_response, parse_search_response
 from services.agent.tool_calls import ParsedAction, ParseFailure, match_admissible
+from services.contracts.action_templates import fill_template, template_verb
 from services.env_gateway.action_validation import check_action
 from services.env_gateway.episode_errors import ActionRejectedError
 from services.env_gateway.search.actions import ADMISSIBLE

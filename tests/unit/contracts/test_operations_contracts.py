@@ -84,3 +84,13 @@ def test_status_rejects_unknown_health_and_fields():
         ServiceStatus(name="teacher", health="fine", restarts=0, version="")
     with pytest.raises(ValidationError):
         RunStatus.model_validate({**STATUS.model_dump(), "extra": 1})
+
+
+def test_a_scale_request_names_a_pool_and_takes_no_config():
+    assert RestartRequest(request_id="a", service="teacher", replicas=2).replicas == 2
+    with pytest.raises(ValidationError, match="only the pools rollout, teacher can be scaled, not 'learner'"):
+        RestartRequest(request_id="a", service="learner", replicas=2)
+    with pytest.raises(ValidationError, match="a scale request takes no config"):
+        RestartRequest(request_id="a", service="rollout-pool", replicas=2, config_path="x.toml")
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        RestartRequest(request_id="a", service="rollout-pool", replicas=0)

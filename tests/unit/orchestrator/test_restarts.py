@@ -30,6 +30,12 @@ class FakePool:
             raise self.fail_with
         self.replaced.append((index, settings))
 
+    def resize(self, size: int) -> int:
+        if self.fail_with is not None:
+            raise self.fail_with
+        before, self.size = self.size, size
+        return before
+
 
 def restarts_with(pool: FakePool) -> ServiceRestarts:
     stack = SimpleNamespace(
@@ -68,3 +74,26 @@ def test_a_broken_resume_stops_the_run():
     restarts = restarts_with(FakePool(fail_with=ResumeMismatchError("resumed at 3, not 4")))
     with pytest.raises(ResumeMismatchError):
         restarts.run(RestartRequest(request_id="c", service="rollout-worker-0"), step=4)
+
+
+def test_a_scale_request_resizes_the_pool_and_counts_no_restart():
+    pool = FakePool()
+    restarts = restarts_with(pool)
+    result = restarts.run(RestartRequest(request_id="s", service="rollout-pool", replicas=3), step=2)
+    assert result.ok and result.message == "rollout pool 2 -> 3 workers at weights version 7"
+    assert pool.size == 3 and pool.replaced == [] and sum(restarts.counts.values()) == 0
+
+
+def test_a_refused_scale_is_a_result_naming_why():
+    short = InputError("1 more rollout worker(s) need CPU 1 each; the cluster is short of CPU 1 more")
+    result = restarts_with(FakePool(fail_with=short)).run(
+        RestartRequest(request_id="t", service="rollout-pool", replicas=3), step=2
+    )
+    assert not result.ok and result.message == f"InputError: {short}"
+
+
+def test_an_autoscaling_teacher_is_not_scaled_by_hand():
+    restarts = restarts_with(FakePool())
+    restarts.settings["teacher"] = TurnOPDSettings.model_validate({"teacher": {"autoscaling": True}})
+    result = restarts.run(RestartRequest(request_id="u", service="teacher", replicas=2), step=1)
+    assert not result.ok and "the teacher autoscales between 1 and" in result.message

@@ -97,13 +97,14 @@ def test_pool_events_carry_over_and_survive_a_new_pool():
     tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings())
     tm.observe_pool(Pool(1, 2, 1, 0), live_workers=4)
     tm.observe_pool(Pool(2, 3, 2, 0), live_workers=3)
-    tm.observe_pool(Pool(1, 0, 0, 1), live_workers=4)  # a replaced pool counts from 0 again
+    tm.observe_pool(Pool(1, 0, 0, 1), live_workers=4, teacher_replicas=2)  # a replaced pool counts from 0
     text = generate_latest(registry).decode()
     assert value(text, "turnopd_rollout_worker_deaths_total") == 3
     assert value(text, "turnopd_rollout_replays_total") == 3
     assert value(text, "turnopd_rollout_weight_reloads_total") == 2
     assert value(text, "turnopd_rollout_failed_chunks_total") == 1
     assert value(text, "turnopd_rollout_live_workers") == 4
+    assert value(text, "turnopd_teacher_replicas") == 2
 
 
 def test_turn_labels_stay_below_max_turns():

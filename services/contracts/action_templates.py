@@ -1,4 +1,5 @@
-"""Admissible actions with a free-text slot, such as WebShop's ``search[<your keywords>]``.
+"""The env gateway's protocol for admissible actions with a free-text slot, such as WebShop's
+``search[<your keywords>]`` (the agent and the gateway both read it).
 
 An admissible action of the form ``verb[<placeholder>]`` (a lower-case placeholder right after
 ``<``) stands for every ``verb[...]`` with non-empty text: ``search[red running shoes]`` is

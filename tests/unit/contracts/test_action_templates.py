@@ -2,8 +2,8 @@
 
 import pytest
 
-from services.agent.action_templates import MAX_ACTION_CHARS, fill_template, template_verb
 from services.agent.tool_calls import WEBSHOP_STEP, format_response, match_admissible, parse_response
+from services.contracts.action_templates import MAX_ACTION_CHARS, fill_template, template_verb
 from services.contracts.env_gateway import StepRequest
 from services.env_gateway.action_validation import check_action
 from services.env_gateway.episode_errors import ActionRejectedError
