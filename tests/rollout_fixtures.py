@@ -5,9 +5,9 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import ConflictError
 from services.models.build import build_zoo
-from services.models.registry import resolve_cache_dir
 from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
 from services.settings import TurnOPDSettings, load_settings
 from services.teacher_training.rendering import RenderedEpisode

@@ -10,19 +10,9 @@ that name (``artifacts/models/<name>``, checksums verified: services.models.ship
 import os
 from pathlib import Path
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import InputError, NotFoundError
 from services.models.shipped import shipped_model, shipped_names
-
-CACHE_ENV = "TURNOPD_CACHE_DIR"
-DEFAULT_CACHE_DIR = Path("~/.cache/turnopd")
-
-
-def resolve_cache_dir(configured: Path | None = None) -> Path:
-    """The cache root: ``configured`` if given, else ``$TURNOPD_CACHE_DIR``, else ``~/.cache/turnopd``."""
-    if configured is not None:
-        return configured.expanduser()
-    from_env = os.environ.get(CACHE_ENV)
-    return Path(from_env).expanduser() if from_env else DEFAULT_CACHE_DIR.expanduser()
 
 
 def models_dir(cache_dir: Path | None = None) -> Path:

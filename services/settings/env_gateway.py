@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from services.cache_dir import resolve_cache_dir
 from services.settings.search_env import SearchEnvSettings
 from services.settings.section import Section
 from services.settings.webshop import WebShopSettings
@@ -85,8 +86,7 @@ class EnvGatewaySettings(Section):
         """The game cache directory, read from the environment at call time (never at import)."""
         if self.cache_dir is not None:
             return self.cache_dir.expanduser()
-        root = os.environ.get("TURNOPD_CACHE_DIR")
-        return (Path(root) if root else Path.home() / ".cache" / "turnopd").expanduser() / "envs"
+        return resolve_cache_dir() / "envs"
 
     def resolved_alfworld_data(self) -> Path | None:
         """The real ALFWorld data directory: this setting, else $ALFWORLD_DATA if it holds the games.

@@ -4,7 +4,6 @@ They stand in for a trained teacher where only the arithmetic matters (does the 
 exactly what a forward of the checkpoint gives?); the model zoo provides trained ones.
 """
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-CACHE_ENV = "TURNOPD_CACHE_DIR"
+from services.cache_dir import resolve_cache_dir
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class RandomQwen3Spec:
 
 def cache_root() -> Path:
     """``$TURNOPD_CACHE_DIR``, else ``~/.cache/turnopd``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "turnopd")
+    return resolve_cache_dir()
 
 
 def write_random_qwen3(path: Path, spec: RandomQwen3Spec) -> Path:

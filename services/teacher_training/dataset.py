@@ -10,10 +10,10 @@ import hashlib
 from pathlib import Path
 
 from services.atomic_directory import atomic_directory
+from services.cache_dir import resolve_cache_dir
 from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
 from services.contracts.jsonl import read_jsonl
 from services.errors import InputError
-from services.models.registry import resolve_cache_dir
 
 DATASET_FORMAT = 1
 EPISODES_FILE = "episodes.jsonl"

@@ -12,12 +12,12 @@ import pytest
 from PIL import Image
 from rollout_fixtures import zoo_cache_dir
 
+from services.cache_dir import resolve_cache_dir
 from services.cli.main import main
 from services.contracts.experiments import ComparisonSummary
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
-from services.models.registry import resolve_cache_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

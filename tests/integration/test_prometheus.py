@@ -20,11 +20,11 @@ import yaml
 from exported_metrics import metric_names_in
 from rollout_fixtures import zoo_cache_dir
 
+from services.cache_dir import resolve_cache_dir
 from services.contracts.controller import StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import StepMetrics
 from services.loopback import free_loopback_port
-from services.models.registry import resolve_cache_dir
 from services.orchestrator.pipeline import train
 from services.orchestrator.run_dir import RunDir
 from services.settings import load_settings

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from rollout_fixtures import zoo_cache_dir
 
+from services.cache_dir import resolve_cache_dir
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
 from services.env_gateway.backends.webshop import load_shop
 from services.env_gateway.backends.webshop_remote import AgentGymWebShopClient, RemoteShopError
@@ -25,7 +26,6 @@ from services.env_gateway.episode_errors import ActionRejectedError, EngineError
 from services.env_gateway.local_server import LocalGateway
 from services.env_gateway.webshop.vocabulary import CATEGORIES
 from services.loopback import free_loopback_port
-from services.models.registry import resolve_cache_dir
 from services.settings.webshop import WebShopSettings
 
 pytestmark = pytest.mark.integration

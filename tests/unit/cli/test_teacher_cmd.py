@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from expert_episodes import scripted_episode
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import ConflictError
 from services.models.build import MANIFEST, build_zoo
 from services.models.loading import load_causal_lm
-from services.models.registry import resolve_cache_dir
 from services.settings import load_settings
 from services.teacher_training.dataset import dataset_dir, save_dataset
 from services.teacher_training.pipeline import expert_dataset, train_teacher, wanted_dataset

@@ -2,9 +2,10 @@ from pathlib import Path
 
 import pytest
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import ConfigError, NotFoundError
 from services.models.loading import resolve_device, torch_dtype
-from services.models.registry import model_dir, resolve_cache_dir, resolve_model_dir
+from services.models.registry import model_dir, resolve_model_dir
 
 
 def test_cache_dir_prefers_the_setting_then_the_environment_then_home(monkeypatch, tmp_path: Path):

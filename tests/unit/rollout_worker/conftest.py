@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import ConflictError
 from services.models.build import build_zoo
-from services.models.registry import resolve_cache_dir
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,11 @@ import pytest
 from expert_episodes import scripted_episode
 
 from services.agent.chat_format import ChatFormat
+from services.cache_dir import resolve_cache_dir
 from services.contracts.expert_data import ExpertEpisode
 from services.errors import ConflictError
 from services.models.build import build_zoo
 from services.models.loading import load_tokenizer
-from services.models.registry import resolve_cache_dir
 
 
 @pytest.fixture(scope="session")
