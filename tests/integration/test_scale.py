@@ -89,7 +89,9 @@ def test_pools_resized_while_training(ray_session, tmp_path):
     result, status, version = seen["grown"]
     assert result.ok and result.message.startswith("rollout pool 1 -> 2 workers at weights version ")
     held = int(result.message.rsplit(" ", 1)[1])
-    assert version == held == status.weights_version  # loaded before it played
+    # it held the pool's version when it joined (training goes on, so a later publish may have come
+    # before the reads below; test_rollout_pool_ops checks the exact version without a run around it)
+    assert 1 <= held <= min(version, status.weights_version)
     assert [s.name for s in status.services if s.name.startswith("rollout-worker-")] == [
         "rollout-worker-0",
         "rollout-worker-1",
