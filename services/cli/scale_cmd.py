@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from services.contracts.operations import SCALABLE
+from services.contracts.operations import SCALABLE, scale_service
 from services.errors import InputError, TurnOPDError
 
 
@@ -15,10 +15,10 @@ def scale(
 ) -> None:
     """Grow or shrink POOL to N; no step is lost or repeated, a new worker plays only with the
     current weights, and a worker taken away finishes the chunk it plays first."""
-    if pool not in SCALABLE:
-        raise InputError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}")
-    if replicas < 1:
-        raise InputError(f"a pool needs at least 1 replica, not {replicas}")
+    try:
+        scale_service(pool, replicas)  # before joining a cluster: bad input fails at once
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     from services.orchestrator.run_client import join_cluster, submit_scale, wait_restart
 
     join_cluster()

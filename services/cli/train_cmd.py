@@ -109,10 +109,10 @@ def train(
 
 def resume_hint(run_dir: Path) -> str:
     """How a run that stopped on an error goes on (a lost learner node, say): from its last checkpoint."""
-    from services.learner.checkpoint import latest_checkpoint
+    from services.learner.checkpoint import latest_checkpoint, read_state
 
     checkpoint = latest_checkpoint(run_dir)
     if checkpoint is None:
         return f"the run has no checkpoint yet; start it again (its directory: {run_dir})"
-    step = int(checkpoint.name.removeprefix("step_"))
+    step = int(read_state(checkpoint)["step"])
     return f"the run goes on from its checkpoint of step {step} with: turnopd train --resume {run_dir}"

@@ -32,6 +32,15 @@ Health = Literal["ok", "busy", "restarting", "down", "unknown"]
 RunPhase = Literal["starting", "training", "evaluating", "finished", "failed"]
 
 
+def scale_service(pool: str, replicas: int) -> str:
+    """The service `turnopd scale POOL N` resizes, else ValueError saying what is wrong."""
+    if pool not in SCALABLE:
+        raise ValueError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}")
+    if replicas < 1:
+        raise ValueError(f"a pool needs at least 1 replica, not {replicas}")
+    return SCALABLE[pool]
+
+
 def check_service_name(name: str) -> str:
     """``name`` if it names a restartable service, else ValueError listing the names."""
     if not _SERVICE_NAME.match(name):

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from services.contracts.controller import StepPlan
 from services.contracts.learner import LearnerBatch
+from services.contracts.operations import RunPhase
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.rollout import EpisodeTask
 from services.controller.depth import plan_basis_step
@@ -332,13 +333,22 @@ def train(
             live.eval_done(record)
             return record
 
+        def phase(state: RunPhase, text: str) -> None:
+            """Tell `turnopd status` (``state``) and the console (``text``) what the run does now."""
+            live.set_phase(state)
+            on_phase(text)
+
+        def evaluate_between_steps(step: int, cumulative_s: float, when: str) -> None:
+            """An evaluation the step loop waits for, then back to training."""
+            phase("evaluating", f"evaluating the student {when} ({_eval_size(settings)})")
+            on_eval(evaluated(step, cumulative_s))
+            phase("training", "training")
+
         if eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
             # A fresh run's start, or a run stopped after its checkpoint but before this evaluation.
-            live.set_phase("evaluating")
-            on_phase(f"evaluating the student before step {start + 1} ({_eval_size(settings)})")
-            on_eval(evaluated(start, cumulative))
-        live.set_phase("training")
-        on_phase("training")
+            evaluate_between_steps(start, cumulative, f"before step {start + 1}")
+        else:
+            phase("training", "training")
 
         def tasks_of(k: int) -> list[EpisodeTask]:
             r = settings.rollout
@@ -359,11 +369,7 @@ def train(
                 cumulative = out.metrics.cumulative_s
                 record_step(out)
                 if eval_due(settings, k):
-                    live.set_phase("evaluating")
-                    on_phase(f"evaluating the student after step {k} ({_eval_size(settings)})")
-                    on_eval(evaluated(k, cumulative))
-                    live.set_phase("training")
-                    on_phase("training")
+                    evaluate_between_steps(k, cumulative, f"after step {k}")
                 ops.at_step_boundary(k)
         else:
             evals: queue.SimpleQueue[EvalRecord] = queue.SimpleQueue()

@@ -136,7 +136,7 @@ class ServiceRestarts:
         new = old.model_copy(deep=True)
         new.teacher.replicas = size
         new.cluster.teacher_replicas = size
-        self._deploy_teacher(new)  # only num_replicas changes: Serve keeps the running replicas
+        self._deploy_teacher(new)  # a new deploy: Serve's rolling update replaces the replicas
         self.settings["teacher"] = new
         return f"teacher {before} -> {size} replicas"
 

@@ -15,11 +15,11 @@ from typing import Any
 import ray
 
 from services.contracts.operations import (
-    SCALABLE,
     RestartRequest,
     RestartResult,
     RunStatus,
     check_service_name,
+    scale_service,
 )
 from services.errors import InputError, NotFoundError, TurnOPDError
 from services.orchestrator.run_control import find_run_control
@@ -95,11 +95,11 @@ def submit_restart(service: str, config_path: Path | None = None) -> str:
 
 def submit_scale(pool: str, replicas: int) -> str:
     """File a request to resize ``pool`` (rollout, teacher) of the live run to ``replicas``; its id."""
-    if pool not in SCALABLE:
-        raise InputError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}")
-    if replicas < 1:
-        raise InputError(f"a pool needs at least 1 replica, not {replicas}")
-    request = RestartRequest(request_id=uuid.uuid4().hex, service=SCALABLE[pool], replicas=replicas)
+    try:
+        service = scale_service(pool, replicas)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    request = RestartRequest(request_id=uuid.uuid4().hex, service=service, replicas=replicas)
     ray.get(find_run_control().submit.remote(request))
     return request.request_id
 

@@ -148,8 +148,10 @@ class RolloutWorker:
     def play(self, request: RolloutRequest) -> RolloutResult:
         return _exit_if_broken(self._service.name, lambda: self._service.play(request))
 
-    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:
-        return _exit_if_broken(self._service.name, lambda: self._service.load_weights(weights, version))
+    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> str:
+        """Load ``weights`` as ``version``; answers with the incarnation id, as ``ready`` does."""
+        _exit_if_broken(self._service.name, lambda: self._service.load_weights(weights, version))
+        return self._incarnation
 
     def weights_version(self) -> int:
         return self._service.weights_version()

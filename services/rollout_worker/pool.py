@@ -415,30 +415,28 @@ class RolloutPool:
                 f"weights must be an ObjectRef or a state dict, got {type(weights_ref).__name__}"
             )
         with self._changes:
-            previous = self._version
             self._weights_ref, self._version = weights_ref, version
             handles = {i: self._workers[i] for i in self._live_indices()}
         loads = {i: handle.load_weights.remote(weights_ref, version) for i, handle in handles.items()}
         for index, ref in loads.items():
             try:
-                held = ray.get(ref)
-                incarnation = ray.get(handles[index].ready.remote())
-                with self._changes:
-                    restarted = incarnation != self._incarnations[index] or held != previous
-                    if self._workers[index] is handles[index] and index not in self._replacing:
-                        self._incarnations[index] = incarnation
-                    else:
-                        restarted = False  # an operator replaced it meanwhile
-                if restarted:
-                    # Ray restarted it while it was idle (it came back at version 0, which it may
-                    # have played since, when version 0 was the published one)
-                    log.warning("%s was restarted by Ray since the last publish", worker_name(index))
-                    self.stats.crashes_by_worker[index] += 1
+                incarnation = ray.get(ref)  # the actor answers a load with its incarnation id
             except RayActorError:
                 if not self._replaced(index, handles[index]):
                     self.stats.worker_deaths += 1
                     self.stats.crashes_by_worker[index] += 1
                 self._recover(index)  # a restarted worker loads the new version there
+                continue
+            with self._changes:  # (reentrant: _replaced takes it too)
+                if self._replaced(index, handles[index]):
+                    continue  # an operator replaced or retired it meanwhile
+                restarted = incarnation != self._incarnations[index]
+                self._incarnations[index] = incarnation
+            if restarted:
+                # Ray restarted it while it was idle: it came back at version 0, which it may even
+                # have played since, when version 0 was the published one
+                log.warning("%s was restarted by Ray since the last publish", worker_name(index))
+                self.stats.crashes_by_worker[index] += 1
 
     def own_weights(self) -> None:
         """Keep the published weights in an object this process owns.

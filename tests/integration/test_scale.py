@@ -66,8 +66,8 @@ def test_pools_resized_while_training(ray_session, tmp_path):
 
     def on_step(m: StepMetrics) -> None:
         match m.step:
-            case 1:
-                later("grown", grown)
+            case 1:  # on the step loop's thread: nothing is published until it returns
+                seen["grown"] = grown()
             case 2:
                 later("teacher", cli, "scale", "teacher", "2")
                 seen["refused"] = [cli("scale", "rollout", "0"), cli("scale", "learner", "2")]
@@ -89,9 +89,9 @@ def test_pools_resized_while_training(ray_session, tmp_path):
     result, status, version = seen["grown"]
     assert result.ok and result.message.startswith("rollout pool 1 -> 2 workers at weights version ")
     held = int(result.message.rsplit(" ", 1)[1])
-    # it held the pool's version when it joined (training goes on, so a later publish may have come
-    # before the reads below; test_rollout_pool_ops checks the exact version without a run around it)
-    assert 1 <= held <= min(version, status.weights_version)
+    # grown while the step loop waited after step 1 (weights 1 published, none since): the new
+    # worker loaded exactly the pool's version before it could play
+    assert version == held == status.weights_version == metrics[0].weights_version == 1
     assert [s.name for s in status.services if s.name.startswith("rollout-worker-")] == [
         "rollout-worker-0",
         "rollout-worker-1",

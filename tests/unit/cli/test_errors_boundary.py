@@ -25,7 +25,7 @@ def test_the_resume_hint_names_the_last_complete_checkpoint(tmp_path):
     assert "has no checkpoint yet" in resume_hint(tmp_path)
     for step in (2, 4):
         checkpoint_dir(tmp_path, step).mkdir(parents=True)
-        (checkpoint_dir(tmp_path, step) / STATE_FILE).write_text("{}")
+        (checkpoint_dir(tmp_path, step) / STATE_FILE).write_text(f'{{"step": {step}}}')
     checkpoint_dir(tmp_path, 6).mkdir()  # incomplete: no state file
     assert resume_hint(tmp_path) == (
         f"the run goes on from its checkpoint of step 4 with: turnopd train --resume {tmp_path}"
