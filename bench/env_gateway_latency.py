@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from services.contracts.env_gateway import EnvName, EpisodeCreate
-from services.env_gateway.backends.factory import make_backend
+from services.env_gateway.backend_factory import make_backend
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
 from services.settings.env_gateway import EnvGatewaySettings

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from services.contracts.env_gateway import EpisodeCreate
-from services.env_gateway.backends.factory import make_backend
+from services.env_gateway.backend_factory import make_backend
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
 from services.settings import load_settings

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from services.diagnostics.trajectory_args import games_and_decoder
-from services.env_gateway.household.expert import HouseholdExpert
+from services.envs.alfworld.expert import HouseholdExpert
 
 ADMISSIBLE = "\nAdmissible actions: "
 TASK = "Your task is to: "

@@ -36,8 +36,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.contracts.action_templates import fill_template
-
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 TOOL_CALL_OPEN = "<tool_call>"
@@ -216,21 +214,6 @@ def _failure(problem: _Problem, tool: ToolSpec) -> ParseFailure:
     example = format_tool_call("...", tool).replace("\n", " ")
     feedback = f"Invalid tool call: {problem.detail}. Respond with exactly one tool call: {example}"
     return ParseFailure(kind=problem.kind, detail=problem.detail, feedback=feedback)
-
-
-def normalize_action(action: str) -> str:
-    """Canonical form for comparing actions: lower case, single spaces, no surrounding blanks."""
-    return " ".join(action.lower().split())
-
-
-def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
-    """The admissible command (spelled as the environment spells it) that ``action`` names, if any."""
-    wanted = normalize_action(action)
-    for command in admissible:
-        if normalize_action(command) == wanted:
-            return command
-    # Free-text actions (WebShop's search[<your keywords>]) come back in their canonical spelling.
-    return next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
 
 
 def inadmissible_action_feedback(action: str, admissible: Sequence[str] | None = None) -> str:

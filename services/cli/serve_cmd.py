@@ -74,9 +74,9 @@ def webshop(
     given = {"server_host": host, "server_port": port, "server_max_envs": max_envs}
     overrides = {k: v for k, v in given.items() if v is not None}
     settings = settings_with(config, env_gateway={"webshop": overrides} if overrides else {})
-    from services.env_gateway.webshop_server import serve_webshop
+    from services.envs.webshop.server import serve_webshop
 
-    serve_webshop(settings.env_gateway)
+    serve_webshop(settings.env_gateway.webshop, settings.env_gateway.resolved_cache_dir())
 
 
 @app.command("teacher")

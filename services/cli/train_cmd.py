@@ -17,12 +17,12 @@ from rich.progress import (
 
 from services.cli.options import settings_with
 from services.cli.result_view import load_result, render_result
+from services.contracts.method import Method
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
 from services.models.trained_format import check_task_reminder
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
-from services.settings.tree import Method
 
 
 def _resolved(

@@ -1,5 +1,6 @@
-"""The env gateway's protocol for admissible actions with a free-text slot, such as WebShop's
-``search[<your keywords>]`` (the agent and the gateway both read it).
+"""Matching an action to the admissible commands, written once for the agent and the env gateway,
+and the protocol for admissible actions with a free-text slot, such as WebShop's
+``search[<your keywords>]``.
 
 An admissible action of the form ``verb[<placeholder>]`` (a lower-case placeholder right after
 ``<``) stands for every ``verb[...]`` with non-empty text: ``search[red running shoes]`` is
@@ -8,6 +9,7 @@ admissible when ``search[<your keywords>]`` is listed. Buttons such as ``click[<
 """
 
 import re
+from collections.abc import Sequence
 
 _TEMPLATE = re.compile(r"^\s*([a-z_]+)\[<[a-z][a-z ]*>\]\s*$", re.IGNORECASE)
 # The env gateway's limit on one action (StepRequest.action); longer text is not admissible.
@@ -31,3 +33,18 @@ def fill_template(action: str, command: str) -> str | None:
     text = " ".join(match.group(1).split())
     filled = f"{verb}[{text}]"
     return filled if text and len(filled) <= MAX_ACTION_CHARS else None
+
+
+def normalize_action(action: str) -> str:
+    """Canonical form for comparing actions: lower case, single spaces, no surrounding blanks."""
+    return " ".join(action.lower().split())
+
+
+def match_admissible(action: str, admissible: Sequence[str]) -> str | None:
+    """The admissible command (spelled as the environment spells it) that ``action`` names, if any."""
+    wanted = normalize_action(action)
+    for command in admissible:
+        if normalize_action(command) == wanted:
+            return command
+    # Free-text actions (WebShop's search[<your keywords>]) come back in their canonical spelling.
+    return next((f for c in admissible if (f := fill_template(action, c)) is not None), None)

@@ -4,7 +4,7 @@ from pydantic import Field
 
 from services.contracts.base import Contract, NonNegInt
 from services.contracts.controller import DepthState, StepDecision
-from services.settings.tree import Method
+from services.contracts.method import Method
 
 
 class ControllerState(Contract):

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from services.settings.tree import Method
+from services.contracts.method import Method
 
 AlphaMode = Literal["zero", "linear", "one"]
 DepthMode = Literal["adaptive", "full", "curriculum"]

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 
 from services.contracts.controller import DepthState, ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
+from services.contracts.method import Method
 from services.controller import depth
 from services.controller.blend import blend_alpha
 from services.controller.methods import curriculum_depth, switches
 from services.errors import ConflictError, InputError
-from services.settings.tree import Method, TurnOPDSettings
+from services.settings.tree import TurnOPDSettings
 
 
 def initial_controller_state(run_id: str, method: Method, settings: TurnOPDSettings) -> ControllerState:

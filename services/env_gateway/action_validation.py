@@ -4,27 +4,18 @@ commands; otherwise the rejection says what is wrong with it, and the game never
 import difflib
 from collections.abc import Sequence
 
-from services.contracts.action_templates import fill_template
+from services.contracts.action_templates import match_admissible, normalize_action
 from services.env_gateway.episode_errors import ActionRejectedError
 
 _MAX_LISTED = 60
 
 
-def normalise(action: str) -> str:
-    """Case and spacing do not matter: 'Go  to Fridge 1 ' is 'go to fridge 1'."""
-    return " ".join(action.split()).lower()
-
-
 def check_action(action: str, admissible: Sequence[str]) -> str:
     """The admissible command ``action`` names (verbatim as the game listed it), else ActionRejectedError."""
-    wanted = normalise(action)
-    for command in admissible:
-        if normalise(command) == wanted:
-            return command
-    filled = next((f for c in admissible if (f := fill_template(action, c)) is not None), None)
-    if filled is not None:
-        return filled
-    problems = rejection_problems(wanted, admissible)
+    command = match_admissible(action, admissible)
+    if command is not None:
+        return command
+    problems = rejection_problems(normalize_action(action), admissible)
     listed = ", ".join(repr(c) for c in admissible[:_MAX_LISTED])
     more = f" (and {len(admissible) - _MAX_LISTED} more)" if len(admissible) > _MAX_LISTED else ""
     message = (
@@ -38,7 +29,7 @@ def rejection_problems(action: str, admissible: Sequence[str]) -> list[str]:
     """Every reason a (normalised) action is not admissible, most basic first."""
     if not action:
         return ["the action is empty"]
-    commands = [normalise(c) for c in admissible]
+    commands = [normalize_action(c) for c in admissible]
     if not commands:
         return ["no action is admissible now"]
     problems = []

@@ -5,7 +5,6 @@ play an action twice); every HTTP error becomes the TurnOPD error the server rai
 """
 
 import asyncio
-from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
@@ -27,13 +26,13 @@ from services.env_gateway.episode_errors import (
     GatewayBusyError,
 )
 from services.errors import ConflictError, InputError, NotFoundError, TurnOPDError
-from services.service_auth import auth_headers
+from services.http_client import AsyncHttpClient
 
 M = TypeVar("M", bound=BaseModel)
 _RETRIED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
-class EnvGatewayClient:
+class EnvGatewayClient(AsyncHttpClient):
     """``async with EnvGatewayClient(url) as env: start = await env.create_episode(...)``.
 
     ``token``: the service bearer token, sent on every request when the gateway holds one.
@@ -51,22 +50,9 @@ class EnvGatewayClient:
     ) -> None:
         if connect_retries < 0 or retry_backoff_s < 0:
             raise ValueError("connect_retries and retry_backoff_s must be >= 0")
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=transport, headers=auth_headers(token)
-        )
+        super().__init__(base_url=base_url, timeout_s=timeout_s, transport=transport, token=token)
         self._retries = connect_retries
         self._backoff = retry_backoff_s
-
-    async def __aenter__(self) -> "EnvGatewayClient":
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     async def health(self) -> Health:
         return _parse(Health, await self._request("GET", "/healthz", accept=(200, 503)))

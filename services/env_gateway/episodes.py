@@ -27,12 +27,12 @@ from services.contracts.env_worker import (
     WorkerError,
 )
 from services.env_gateway.action_validation import check_action
-from services.env_gateway.backends.base import EnvBackend
-from services.env_gateway.backends.factory import ENV_NAMES, make_backend
+from services.env_gateway.backend_factory import ENV_NAMES, make_backend
 from services.env_gateway.episode_errors import EngineError, EpisodeLostError, GatewayBusyError
 from services.env_gateway.metrics import GatewayMetrics
 from services.env_gateway.worker_pool import WorkerPool
 from services.env_gateway.worker_process import Reply
+from services.envs.backend import EnvBackend
 from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
 from services.settings.env_gateway import EnvGatewaySettings
 

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from services.contracts.env_gateway import EnvName, Split
-from services.env_gateway.backends.base import EnvBackend, GameChoice
-from services.env_gateway.backends.factory import make_backend
+from services.env_gateway.backend_factory import make_backend
+from services.envs.backend import EnvBackend, GameChoice
 from services.settings.env_gateway import EnvGatewaySettings
 
 _MAX_EXPERT_TURNS = 200

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from ray import serve
 from ray.exceptions import RayTaskError
 from ray.serve import Application
@@ -22,11 +22,9 @@ from services.contracts.env_gateway import EnvCatalog, EpisodeCreate, EpisodeSta
 from services.env_gateway.app import create_app
 from services.env_gateway.runtime import GatewayRuntime
 from services.env_gateway.shard_router import ShardRouter
-from services.errors import ConfigError
 from services.ray_names import ENV_GATEWAY_APP as SERVE_APP_NAME
-from services.service_auth import check_bind
+from services.serve_config import load_app_args
 from services.settings.env_gateway import EnvGatewaySettings
-from services.settings.loader import describe_validation_error, load_settings
 
 ROUTE_PREFIX = "/env-gateway"
 
@@ -159,12 +157,6 @@ def build_app(args: dict[str, Any]) -> Application:
     Serve configs run on clusters, where the proxy listens on every interface: a service token is
     required (``TURNOPD_SERVICE_TOKEN`` or ``[security] service_token``).
     """
-    try:
-        parsed = GatewayAppArgs.model_validate(args)
-    except ValidationError as exc:
-        raise ConfigError(f"env-gateway app args: {describe_validation_error(exc)}") from None
-    settings = load_settings(parsed.config_path)
-    token = settings.security.resolved_service_token()
-    check_bind("0.0.0.0", token, "env-gateway app of a Serve config")
+    _, settings, token = load_app_args(args, GatewayAppArgs, "env-gateway")
     gateway = settings.env_gateway.model_copy(update={"replicas": settings.cluster.env_replicas})
     return gateway_application(gateway, token)

@@ -23,8 +23,8 @@ from services.contracts.env_worker import (
     StepEpisode,
     WorkerError,
 )
-from services.env_gateway.backends.base import EnvBackend, GameSession
-from services.env_gateway.backends.factory import make_backend
+from services.env_gateway.backend_factory import make_backend
+from services.envs.backend import EnvBackend, GameSession
 from services.errors import ConfigError, ConflictError, InputError, NotFoundError, TurnOPDError
 from services.settings.env_gateway import EnvGatewaySettings
 

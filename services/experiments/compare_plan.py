@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+from services.contracts.method import Method
 from services.errors import ConflictError, InputError
 from services.experiments.compare_dir import (
     RunState,
@@ -23,7 +24,6 @@ from services.experiments.compare_dir import (
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.diff import with_defaults
-from services.settings.tree import Method
 
 
 @dataclass(frozen=True)

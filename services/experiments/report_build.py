@@ -15,6 +15,7 @@ from services.contracts.controller import StepDecision
 from services.contracts.diagnosis import DiagnosisReport
 from services.contracts.experiments import ComparisonSummary
 from services.contracts.jsonl import read_jsonl
+from services.contracts.method import Method
 from services.contracts.records import TurnStatsRecord
 from services.diagnostics.allocation import diagnose
 from services.diagnostics.step_stats import step_stats
@@ -34,7 +35,7 @@ from services.experiments.report_data import (
 from services.experiments.report_page import Block, Heading, Image, Paragraph, render_page
 from services.experiments.tables import Table, allocation_table, comparison_table, task_type_table
 from services.orchestrator.run_dir import DECISIONS_FILE, TURN_STATS_FILE, RunDir
-from services.settings.tree import DiagnosticsSettings, Method, TurnOPDSettings
+from services.settings.tree import DiagnosticsSettings, TurnOPDSettings
 
 REPORT_HTML = "report.html"
 REPORT_MARKDOWN = "report.md"

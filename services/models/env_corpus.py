@@ -12,16 +12,16 @@ no I/O, no torch.
 from collections.abc import Iterator
 from itertools import chain
 
-from services.agent.env_protocols import SEARCH_PROTOCOL, WEBSHOP_PROTOCOL
 from services.agent.tool_calls import ToolSpec, format_tool_call
-from services.env_gateway.search.encyclopedia import generate_encyclopedia
-from services.env_gateway.search.questions import generate_questions
-from services.env_gateway.webshop.catalogue import generate_catalogue
-from services.env_gateway.webshop.goals import make_goal
-from services.env_gateway.webshop.pages import item_page, results_page
+from services.envs.protocols import SEARCH_PROTOCOL, WEBSHOP_PROTOCOL
+from services.envs.search.encyclopedia import generate_encyclopedia
+from services.envs.search.questions import generate_questions
+from services.envs.search.settings import SearchEnvSettings
+from services.envs.webshop.catalogue import generate_catalogue
+from services.envs.webshop.goals import make_goal
+from services.envs.webshop.pages import item_page, results_page
+from services.envs.webshop.settings import WebShopSettings
 from services.models.corpus import alfworld_corpus, tool_schema_text
-from services.settings.search_env import SearchEnvSettings
-from services.settings.webshop import WebShopSettings
 
 PASSAGE_REPEATS = 3
 RESULTS_PER_PAGE = 10

@@ -1,4 +1,5 @@
-"""Which settings a restarted service takes from a new config, and the config hash `turnopd status` shows.
+"""Which settings a restarted service takes from a new config, the config hash `turnopd status` shows,
+and the rule that a failed restart brings the service back as it was.
 
 A restarted service takes only its own sections from the new file; everything that defines the
 run (method, steps, schedule, loss, the student model) stays as the run started, so a restart can
@@ -8,10 +9,16 @@ and reads the whole file itself.
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from services.errors import InputError
 from services.settings.tree import TurnOPDSettings
+
+# A failed restart is reported to the operator, never allowed to stop the run: whatever starting
+# the new process raised (Ray, the OS, a bad config, a bug in the service) is caught. Only a
+# broken invariant (ResumeMismatchError) stops the run.
+RESTART_ERRORS = (Exception,)
 
 _WORKER = re.compile(r"^rollout-worker-(0|[1-9][0-9]*)$")
 
@@ -70,3 +77,19 @@ def config_hash(settings: TurnOPDSettings, service: str) -> str:
     sections = SECTIONS[service_kind(service)]
     text = "|".join(getattr(settings, name).model_dump_json() for name in sections)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def start_or_restore(
+    start: Callable[[TurnOPDSettings], None], new: TurnOPDSettings | None, old: TurnOPDSettings
+) -> TurnOPDSettings:
+    """Start a service's new process with ``new`` settings (None: the ``old`` ones it had) and return
+    the settings it runs with; if that fails with new settings, start it again with the old ones and
+    re-raise, so the service is back as it was and the failure is reported."""
+    try:
+        start(new if new is not None else old)
+    except RESTART_ERRORS:
+        if new is None:
+            raise
+        start(old)
+        raise
+    return new if new is not None else old

@@ -40,7 +40,14 @@ from services.controller.actor import start_controller
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError, TurnOPDError
 from services.learner.service import Learner
-from services.orchestrator.restart_settings import config_hash, restart_settings, service_kind, worker_index
+from services.orchestrator.restart_settings import (
+    RESTART_ERRORS,
+    config_hash,
+    restart_settings,
+    service_kind,
+    start_or_restore,
+    worker_index,
+)
 from services.orchestrator.stack import Stack, deploy_teacher
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
@@ -50,11 +57,6 @@ from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.placement import replica_resources
 
 log = logging.getLogger(__name__)
-
-# A failed restart is reported to the operator, never allowed to stop the run: whatever starting
-# the new process raised (Ray, the OS, a bad config, a bug in the service) is caught. Only a
-# broken invariant (ResumeMismatchError) stops the run.
-RESTART_ERRORS = (Exception,)
 
 
 class ResumeMismatchError(RuntimeError):
@@ -168,27 +170,12 @@ class ServiceRestarts:
 
     def _rollout_worker(self, index: int, new: TurnOPDSettings | None) -> str:
         pool = self.stack.pool
-        old = pool.worker_settings(index)
-        try:
-            pool.replace_worker(index, new)
-        except RESTART_ERRORS:
-            if new is None:
-                raise
-            pool.replace_worker(index, old)  # bring it back as it was, then report the failure
-            raise
+        start_or_restore(lambda s: pool.replace_worker(index, s), new, pool.worker_settings(index))
         self.counts[f"rollout-worker-{index}"] += 1
         return f"rollout-worker-{index} replaced at weights version {pool.weights_version}"
 
     def _teacher(self, new: TurnOPDSettings | None) -> str:
-        old = self.settings["teacher"]
-        try:
-            self._deploy_teacher(new or old)
-        except RESTART_ERRORS:
-            if new is None:
-                raise
-            self._deploy_teacher(old)
-            raise
-        self.settings["teacher"] = new or old
+        self.settings["teacher"] = start_or_restore(self._deploy_teacher, new, self.settings["teacher"])
         self.counts["teacher"] += 1
         return "teacher redeployed (new replicas, old ones drained)"
 
@@ -216,19 +203,14 @@ class ServiceRestarts:
 
     def _controller(self, new: TurnOPDSettings | None) -> str:
         stack = self.stack
-        old = self.settings["controller"]
         ray.kill(stack.controller.handle, no_restart=True)
         if not wait_name_free(ACTOR_NAME, NAMESPACE, 60.0):
             raise TurnOPDError("the old controller's name is still taken after 60 s")
-        try:
-            handle = start_controller(new or old, stack.run_id, stack.redis_url)
-        except RESTART_ERRORS:
-            if new is None:
-                raise
-            stack.controller.replace(start_controller(old, stack.run_id, stack.redis_url))
-            raise
-        stack.controller.replace(handle)
-        self.settings["controller"] = new or old
+
+        def start(settings: TurnOPDSettings) -> None:
+            stack.controller.replace(start_controller(settings, stack.run_id, stack.redis_url))
+
+        self.settings["controller"] = start_or_restore(start, new, self.settings["controller"])
         self.counts["controller"] += 1
         state = stack.controller.handle.snapshot.remote()
         return f"controller replaced; resumed from Redis at step {ray.get(state).depth.step}"
@@ -241,15 +223,9 @@ class ServiceRestarts:
         for keep in [stack.pool.own_weights, *self.keep_weights]:
             keep()
         stack.learner.close()
-        old = self.settings["learner"]
-        try:
-            self._start_learner(new or old, step)
-        except RESTART_ERRORS:
-            if new is None:
-                raise
-            self._start_learner(old, step)
-            raise
-        self.settings["learner"] = new or old
+        self.settings["learner"] = start_or_restore(
+            lambda s: self._start_learner(s, step), new, self.settings["learner"]
+        )
         self.counts["learner"] += 1
         return f"learner replaced; resumed from the checkpoint of step {step}"
 
@@ -265,7 +241,9 @@ class ServiceRestarts:
     def _redis(self) -> str:
         server = self.stack.redis
         if server is None:
-            raise ConflictError("Redis is external to this run (REDIS_URL); restart it where it runs")
+            raise ConflictError(
+                "Redis is external to this run ([controller] redis_url or REDIS_URL); restart it where it runs"
+            )
         server.restart(self.stack.settings.controller.redis_start_timeout_s)
         self.counts["redis"] += 1
         return f"redis-server restarted on port {server.port} from its append-only file"

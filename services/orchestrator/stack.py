@@ -2,7 +2,7 @@
 
 Order: Ray, Redis (``REDIS_URL`` / ``[controller] redis_url``, else an embedded redis-server in the
 run directory; a non-loopback URL needs a password), the `controller` actor, the env gateway
-(``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on ``[env_gateway] port``, 0: any free
+(``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on ``[env_gateway] port``, 0: any free
 port), the `teacher` Serve app, the rollout pool, the learner.
 
 The ``Stack`` is mutable: `turnopd restart` (``services.orchestrator.restarts``) swaps a service for
@@ -10,7 +10,6 @@ a new one in place and registers the new one's closer on the same ``ExitStack``;
 replaced services are no-ops by then.
 """
 
-import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +47,8 @@ class Stack:
     student_dir: Path
     env_url: str
     redis_url: str
-    gateway: LocalGateway | None  # None: an external gateway (TURNOPD_ENV_GATEWAY_URL) this run does not own
-    redis: EmbeddedRedis | None  # None: an external Redis (REDIS_URL / [controller] redis_url)
+    gateway: LocalGateway | None  # None: an external gateway ([env_gateway] url) this run does not own
+    redis: EmbeddedRedis | None  # None: an external Redis ([controller] redis_url / REDIS_URL)
 
 
 def logical_cpus_needed(settings: TurnOPDSettings) -> float:
@@ -63,7 +62,7 @@ def logical_cpus_needed(settings: TurnOPDSettings) -> float:
 
 
 def _redis(settings: TurnOPDSettings, run: RunDir, stack: ExitStack) -> tuple[str, EmbeddedRedis | None]:
-    url = settings.controller.redis_url or os.environ.get("REDIS_URL")
+    url = settings.controller.resolved_redis_url()
     if url:
         return url, None
     password = settings.controller.redis_password
@@ -104,9 +103,9 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
     run_id = settings.run.run_id or run.root.resolve().name
     controller = ControllerClient(start_controller(settings, run_id, redis_url))
     stack.callback(controller.kill)
-    env_url = os.environ.get("TURNOPD_ENV_GATEWAY_URL", "")
+    env_url = settings.env_gateway.resolved_url()
     gateway = None
-    if not env_url:
+    if env_url is None:
         gateway = stack.enter_context(
             LocalGateway(config_file, log_path=run.path("env_gateway.log"), port=settings.env_gateway.port)
         )

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from services.contracts.retrieval import (
+from services.envs.search.bm25_index import Bm25Retriever
+from services.envs.search.contract import (
     RetrievalHealth,
     RetrievedDocument,
     RetrieveDocumentsResponse,
@@ -20,9 +21,8 @@ from services.contracts.retrieval import (
     RetrieveResponse,
     ScoredDocument,
 )
-from services.env_gateway.search.bm25_index import Bm25Retriever
-from services.env_gateway.search.dataset import corpus_path, read_corpus
-from services.env_gateway.search.retrieval import corpus_contents
+from services.envs.search.dataset import corpus_path, read_corpus
+from services.envs.search.retrieval import corpus_contents
 from services.errors import InputError, TurnOPDError
 from services.http_responses import ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler

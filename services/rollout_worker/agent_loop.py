@@ -28,12 +28,13 @@ import httpx
 from pydantic import ValidationError
 
 from services.agent.chat_format import ChatFormat, Conversation
-from services.agent.env_protocols import EnvProtocol, env_protocol
-from services.agent.tool_calls import ParseFailure, match_admissible
+from services.agent.tool_calls import ParseFailure
+from services.contracts.action_templates import match_admissible
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
 from services.contracts.rollout import EpisodeFailure, EpisodeTask
 from services.contracts.trajectory import Trajectory, TurnRecord
 from services.env_gateway.episode_errors import ActionRejectedError, GatewayBusyError
+from services.envs.protocols import EnvProtocol, env_protocol
 from services.errors import ConflictError, InputError, NotFoundError, TurnOPDError
 from services.rollout_worker.engines.base import Generation, GenerationEngine, GenerationParams
 from services.rollout_worker.episode_text import (

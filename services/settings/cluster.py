@@ -8,7 +8,7 @@ every actor asks for its pool's resource and lands on its own group.
 
 from pydantic import Field
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 
 class ClusterSettings(Section):

@@ -1,16 +1,17 @@
 """Settings of the controller service and its Redis state store."""
 
+import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 
 class ControllerSettings(Section):
     redis_url: str | None = Field(
         None,
-        description="Redis holding the controller state (REDIS_URL also works); unset: spawn an "
+        description="Redis holding the controller state (default: $REDIS_URL); unset: spawn an "
         "embedded redis-server on a free loopback port, persisting to <run_dir>/redis.",
     )
     redis_password: SecretStr | None = Field(
@@ -22,3 +23,7 @@ class ControllerSettings(Section):
     embedded_redis_dir: Path | None = Field(
         None, description="Where the embedded Redis keeps its AOF (default: run dir)."
     )
+
+    def resolved_redis_url(self) -> str | None:
+        """An external Redis: this setting, else $REDIS_URL read now; None: the run's embedded one."""
+        return self.redis_url or os.environ.get("REDIS_URL") or None

@@ -3,57 +3,25 @@
 import os
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from services.cache_dir import resolve_cache_dir
-from services.settings.search_env import SearchEnvSettings
-from services.settings.section import Section
-from services.settings.webshop import WebShopSettings
+from services.envs.alfworld.settings import HouseholdGenSettings
+from services.envs.search.settings import SearchEnvSettings
+from services.envs.textworld.settings import TextWorldGenSettings
+from services.envs.webshop.settings import WebShopSettings
+from services.settings_section import Section
 
-DEFAULT_TEXTWORLD_CHALLENGES = ("tw-simple", "tw-cooking", "tw-treasure_hunter")
-
-
-class HouseholdGenSettings(Section):
-    """Offline household games (ALFWorld domain + scene layouts) when no ALFWorld data is given."""
-
-    games_per_task_type_train: int = Field(
-        100, ge=1, le=100_000, description="Train pool size per task type."
-    )
-    games_per_task_type_valid: int = Field(
-        20, ge=1, le=100_000, description="valid_unseen pool per task type."
-    )
-    max_receptacles: int = Field(
-        8, ge=4, le=40, description="Receptacles per room (search length, observation size)."
-    )
-    max_distractors: int = Field(6, ge=0, le=30, description="Non-target objects per room.")
-    max_targets: int = Field(
-        2, ge=1, le=4, description="Instances of the target object (pick_two: at least 2)."
-    )
-
-
-class TextWorldGenSettings(Section):
-    """Games made offline with TextWorld's own challenge generators (`tw-make`)."""
-
-    challenges: list[str] = Field(
-        list(DEFAULT_TEXTWORLD_CHALLENGES), min_length=1, description="tw-make challenges (the task types)."
-    )
-    games_per_challenge_train: int = Field(20, ge=1, le=10_000, description="Train pool size per challenge.")
-    games_per_challenge_valid: int = Field(5, ge=1, le=10_000, description="valid_unseen pool per challenge.")
-    treasure_hunter_level: int = Field(5, ge=1, le=30, description="tw-treasure_hunter difficulty level.")
-    cooking_recipe: int = Field(2, ge=1, le=5, description="tw-cooking: ingredients in the recipe.")
-    cooking_go: int = Field(6, description="tw-cooking: number of rooms (1, 6, 9 or 12).")
-
-    @model_validator(mode="after")
-    def _known_values(self) -> "TextWorldGenSettings":
-        unknown = sorted(set(self.challenges) - set(DEFAULT_TEXTWORLD_CHALLENGES))
-        if unknown:
-            raise ValueError(f"unknown challenges {unknown}; known: {list(DEFAULT_TEXTWORLD_CHALLENGES)}")
-        if self.cooking_go not in (1, 6, 9, 12):
-            raise ValueError(f"cooking_go must be 1, 6, 9 or 12, got {self.cooking_go}")
-        return self
+# The variable that named an external gateway before ``[env_gateway] url`` existed (still read).
+GATEWAY_URL_ENV = "TURNOPD_ENV_GATEWAY_URL"
 
 
 class EnvGatewaySettings(Section):
+    url: str | None = Field(
+        None,
+        description="An env gateway already running, which `turnopd train` uses instead of starting its "
+        "own (default: $TURNOPD_ENV_GATEWAY_URL; unset: a local gateway on `port`).",
+    )
     host: str = Field("127.0.0.1", min_length=1, description="Bind address of the standalone server.")
     port: int = Field(
         8100,
@@ -81,6 +49,10 @@ class EnvGatewaySettings(Section):
     textworld: TextWorldGenSettings = Field(default_factory=TextWorldGenSettings)
     search: SearchEnvSettings = Field(default_factory=SearchEnvSettings)
     webshop: WebShopSettings = Field(default_factory=WebShopSettings)
+
+    def resolved_url(self) -> str | None:
+        """The external gateway: this setting, else $TURNOPD_ENV_GATEWAY_URL read now; None: start one."""
+        return self.url or os.environ.get(GATEWAY_URL_ENV) or None
 
     def resolved_cache_dir(self) -> Path:
         """The game cache directory, read from the environment at call time (never at import)."""

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 DEFAULT_LOGITS_CHUNK_TOKENS = 1024
 

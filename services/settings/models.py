@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 EntityEmbeddings = Literal["random", "composed"]
 EngineKind = Literal["transformers", "vllm"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 
 class RetrievalServerSettings(Section):

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 
 class RolloutWorkerSettings(Section):

@@ -5,7 +5,7 @@ import os
 from pydantic import Field, SecretStr
 
 from services.service_auth import TOKEN_ENV
-from services.settings.section import Section
+from services.settings_section import Section
 
 
 class SecuritySettings(Section):

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 ScheduleKind = Literal["cosine", "linear", "constant"]
 

@@ -4,7 +4,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from services.settings.section import Section
+from services.settings_section import Section
 
 TeacherEngineKind = Literal["transformers", "vllm"]
 TeacherDType = Literal["float32", "bfloat16", "float16"]

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.contracts.method import Method
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
 from services.settings.env_gateway import EnvGatewaySettings
@@ -19,14 +20,12 @@ from services.settings.models import ModelsSettings
 from services.settings.pipeline import PipelineSettings
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
-from services.settings.section import Section
 from services.settings.security import SecuritySettings
 from services.settings.sft import SFTSettings
 from services.settings.sources import file_settings_source
 from services.settings.teacher import TeacherSettings
+from services.settings_section import Section
 from services.vllm_support.limits import temperature_problem
-
-Method = Literal["turnopd", "vanilla", "adaptive-depth", "blend", "turn-norm", "tcod"]
 
 
 class RunSettings(Section):

@@ -58,16 +58,18 @@ class TeacherEngine(ABC):
     #: True when the engine schedules its own batches (vLLM): the scorer then hands it every row at
     #: once instead of token-budgeted micro-batches.
     schedules_own_batches: bool = False
+    _vocab_size: int  # set by each engine's __init__
+    _max_context: int
 
     @property
-    @abstractmethod
     def vocab_size(self) -> int:
         """Number of rows of the output head: valid token ids are [0, vocab_size)."""
+        return self._vocab_size
 
     @property
-    @abstractmethod
     def max_context(self) -> int:
-        """Longest sequence the model accepts."""
+        """Longest sequence the model accepts (vLLM: one less than its ``max_model_len``)."""
+        return self._max_context
 
     @property
     def max_top_k(self) -> int:

@@ -2,13 +2,12 @@
 
 import asyncio
 import logging
-from types import TracebackType
 
 import httpx
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.errors import InputError, TurnOPDError
-from services.service_auth import auth_headers
+from services.http_client import AsyncHttpClient
 from services.teacher_scorer.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ class TeacherHttpError(TurnOPDError, RuntimeError):
     """The teacher answered with an error that a retry cannot fix."""
 
 
-class TeacherHttpClient:
+class TeacherHttpClient(AsyncHttpClient):
     """``POST {base_url}/v1/score`` with bounded retries; use as an async context manager.
 
     ``token``: the service bearer token, sent on every request when the teacher holds one.
@@ -45,19 +44,8 @@ class TeacherHttpClient:
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._policy = policy or RetryPolicy()
-        self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport, headers=auth_headers(token))
+        super().__init__(timeout_s=timeout_s, transport=transport, token=token)
         self.retries = 0
-
-    async def __aenter__(self) -> "TeacherHttpClient":
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
         """Score ``request``; InputError (4xx) names the problem, TeacherHttpError for other failures."""
@@ -69,7 +57,7 @@ class TeacherHttpClient:
     async def healthy(self) -> bool:
         """True when ``GET /healthz`` answers 200."""
         try:
-            response = await self._client.get(f"{self._base_url}/healthz")
+            response = await self._http.get(f"{self._base_url}/healthz")
         except httpx.TransportError:
             return False
         return response.status_code == 200
@@ -79,7 +67,7 @@ class TeacherHttpClient:
         for attempt in range(1, self._policy.max_attempts + 1):
             last = attempt == self._policy.max_attempts
             try:
-                response = await self._client.post(
+                response = await self._http.post(
                     url, content=body, headers={"content-type": "application/json"}
                 )
             except RETRYABLE_ERRORS as exc:

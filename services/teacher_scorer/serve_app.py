@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import ray
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from ray import serve
 from ray.serve import Application, Deployment
 
@@ -26,10 +26,8 @@ from services.contracts.teacher import (
     ScoreResponse,
     TeacherReplicaStats,
 )
-from services.errors import ConfigError, InputError
-from services.service_auth import check_bind
-from services.settings import load_settings
-from services.settings.loader import describe_validation_error
+from services.errors import InputError
+from services.serve_config import load_app_args
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import (
     pack_scores,
@@ -196,13 +194,7 @@ def build_app(args: dict[str, Any]) -> Application:
     Serve configs run on clusters, where the proxy listens on every interface: a service token is
     required (``TURNOPD_SERVICE_TOKEN`` or ``[security] service_token``).
     """
-    try:
-        parsed = TeacherAppArgs.model_validate(args)
-    except ValidationError as exc:
-        raise ConfigError(f"teacher app args: {describe_validation_error(exc)}") from None
-    settings = load_settings(parsed.config_path)
-    token = settings.security.resolved_service_token()
-    check_bind("0.0.0.0", token, "teacher app of a Serve config")
+    parsed, settings, token = load_app_args(args, TeacherAppArgs, "teacher")
     teacher = settings.teacher
     if parsed.model_path is not None:
         teacher = TeacherSettings.model_validate({**teacher.model_dump(), "model": parsed.model_path})

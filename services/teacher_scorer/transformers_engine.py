@@ -83,14 +83,6 @@ class TransformersEngine(TeacherEngine):
         model = load_teacher_model(settings.model, settings.device, settings.dtype)
         return cls(model, max_context=settings.max_context, logits_chunk=settings.logits_chunk)
 
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def max_context(self) -> int:
-        return self._max_context
-
     def score(self, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores]:
         try:
             with torch.inference_mode():

@@ -174,7 +174,7 @@ class VllmEngine(TeacherEngine):
         self._sampling_params = sampling_params  # vllm.SamplingParams, the class
         self._flat = supports_flat_logprobs(sampling_params)
         self._vocab_size = vocab_size
-        self._max_context = scoring_context(int(llm.model_config.max_model_len))
+        self._max_context = scoring_context(int(llm.model_config.max_model_len))  # the longest it scores
         self._max_logprobs = max_logprobs
         self._stall_limit_s = stall_limit_s
         self._lock = threading.Lock()  # one generate at a time: LLM is not thread-safe
@@ -195,15 +195,6 @@ class VllmEngine(TeacherEngine):
             vocab_size=int(config.vocab_size),
             max_logprobs=settings.vllm_max_logprobs,
         )
-
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def max_context(self) -> int:
-        """The longest sequence vLLM scores: one less than its ``max_model_len``."""
-        return self._max_context
 
     @property
     def max_top_k(self) -> int:

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from services.contracts.expert_data import ExpertEpisode, ExpertTurn
-from services.env_gateway.household.expert import HouseholdExpert
-from services.env_gateway.household.observations import RoomKnowledge, kind
-from services.env_gateway.household.tasks import APPLIANCES, HouseholdGoal
+from services.envs.alfworld.expert import HouseholdExpert
+from services.envs.alfworld.observations import RoomKnowledge, kind
+from services.envs.alfworld.tasks import APPLIANCES, HouseholdGoal
 from services.errors import InputError
 
 _PAST = {"clean": "cleaned", "heat": "heated", "cool": "cooled"}

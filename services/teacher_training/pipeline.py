@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any, get_args
 
 from services.agent.chat_format import ChatFormat
-from services.agent.env_protocols import env_protocol
 from services.contracts.env_gateway import EnvName
 from services.contracts.expert_data import ExpertDatasetInfo, ExpertEpisode
 from services.env_gateway.client import EnvGatewayClient
-from services.env_gateway.household.generator import GenerationParams
 from services.env_gateway.local_server import LocalGateway
+from services.envs.alfworld.generator import GenerationParams
+from services.envs.protocols import env_protocol
 from services.errors import InputError
 from services.models.build import read_manifest
 from services.models.layer_subset import check_layer_choice, keep_layers

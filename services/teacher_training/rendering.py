@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.agent.chat_format import ChatFormat
-from services.agent.env_protocols import HOUSEHOLD_PROTOCOL, EnvProtocol
 from services.contracts.expert_data import ExpertEpisode
+from services.envs.protocols import HOUSEHOLD_PROTOCOL, EnvProtocol
 from services.errors import InputError
 from services.rollout_worker.episode_text import (
     first_user_message,

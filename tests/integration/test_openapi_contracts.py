@@ -22,12 +22,12 @@ from schemathesis.python import asgi
 from schemathesis.schemas import BaseSchema
 
 from services.env_gateway.app import create_app as gateway_app
-from services.env_gateway.search.bm25_index import Bm25Retriever
-from services.env_gateway.webshop.catalogue import generate_catalogue
-from services.env_gateway.webshop.goals import GoalBook, GoalSplits
-from services.env_gateway.webshop.server_envs import ShopEnvs
-from services.env_gateway.webshop.shop import Shop
-from services.env_gateway.webshop_server import create_app as webshop_app
+from services.envs.search.bm25_index import Bm25Retriever
+from services.envs.webshop.catalogue import generate_catalogue
+from services.envs.webshop.goals import GoalBook, GoalSplits
+from services.envs.webshop.server import create_app as webshop_app
+from services.envs.webshop.server_envs import ShopEnvs
+from services.envs.webshop.shop import Shop
 from services.retrieval_server.app import create_app as retrieval_app
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.retrieval_server import RetrievalServerSettings

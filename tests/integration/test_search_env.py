@@ -12,10 +12,10 @@ from services.contracts.env_gateway import EpisodeCreate
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.episode_errors import EngineError
 from services.env_gateway.local_server import LocalGateway
-from services.env_gateway.search.bm25_index import Bm25Retriever
-from services.env_gateway.search.dataset import load_dataset
-from services.env_gateway.search.remote import RemoteRetriever
-from services.env_gateway.search.retrieval import RetrievalError
+from services.envs.search.bm25_index import Bm25Retriever
+from services.envs.search.dataset import load_dataset
+from services.envs.search.remote import RemoteRetriever
+from services.envs.search.retrieval import RetrievalError
 from services.retrieval_server.local_server import LocalRetrievalServer
 from services.settings import load_settings
 from services.teacher_training.collection import play_expert

@@ -9,10 +9,10 @@ import pytest
 from rollout_fixtures import ReplayEngine, zoo_cache_dir
 
 from services.agent.chat_format import ChatFormat
-from services.agent.env_protocols import SEARCH_PROTOCOL
 from services.contracts.rollout import EpisodeTask
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
+from services.envs.protocols import SEARCH_PROTOCOL
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
 from services.settings import load_settings

@@ -9,7 +9,7 @@ from rollout_fixtures import smoke_config, zoo_cache_dir
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
-from services.env_gateway.webshop.vocabulary import CATEGORIES
+from services.envs.webshop.vocabulary import CATEGORIES
 from services.orchestrator.pipeline import train
 from services.orchestrator.run_dir import RunDir
 from services.settings import load_settings

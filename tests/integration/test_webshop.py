@@ -19,14 +19,14 @@ from rollout_fixtures import zoo_cache_dir
 
 from services.cache_dir import resolve_cache_dir
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
-from services.env_gateway.backends.webshop import load_shop
-from services.env_gateway.backends.webshop_remote import AgentGymWebShopClient, RemoteShopError
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.episode_errors import ActionRejectedError, EngineError
 from services.env_gateway.local_server import LocalGateway
-from services.env_gateway.webshop.vocabulary import CATEGORIES
+from services.envs.webshop.backend import load_shop
+from services.envs.webshop.remote import AgentGymWebShopClient, RemoteShopError
+from services.envs.webshop.settings import WebShopSettings
+from services.envs.webshop.vocabulary import CATEGORIES
 from services.loopback import free_loopback_port
-from services.settings.webshop import WebShopSettings
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

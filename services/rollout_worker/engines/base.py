@@ -58,6 +58,12 @@ class GenerationEngine(ABC):
 
     kind: EngineKind
 
+    def __init__(self, stop_token_ids: Sequence[int]) -> None:
+        if not stop_token_ids:
+            raise InputError("a generation engine needs at least one stop token id")
+        self._stop = tuple(dict.fromkeys(int(t) for t in stop_token_ids))
+        self._version = 0
+
     @abstractmethod
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
         """Sample one continuation per prompt, stopping at a stop token or ``max_new_tokens``."""
@@ -67,14 +73,14 @@ class GenerationEngine(ABC):
         """Replace the model weights (e.g. published by the learner) and set ``weights_version``."""
 
     @property
-    @abstractmethod
     def weights_version(self) -> int:
         """The version of the weights now generating (0: as loaded from the checkpoint)."""
+        return self._version
 
     @property
-    @abstractmethod
     def stop_token_ids(self) -> tuple[int, ...]:
-        """Token ids that end a response (``<|im_end|>`` and the model's eos ids)."""
+        """Token ids that end a response (``<|im_end|>`` and the model's eos ids), each once."""
+        return self._stop
 
     @property
     @abstractmethod

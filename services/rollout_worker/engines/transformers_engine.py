@@ -74,14 +74,11 @@ class TransformersEngine(GenerationEngine):
         seed: int = 0,
         prefix_cache_bytes: int = 0,
     ) -> None:
-        if not stop_token_ids:
-            raise InputError("a generation engine needs at least one stop token id")
+        super().__init__(stop_token_ids)
         self.model = model.eval()
-        self._stop = tuple(dict.fromkeys(int(t) for t in stop_token_ids))
         self._pad = int(pad_token_id)
         self._seed = seed
         self._calls = 0
-        self._version = 0
         self._prefix = PrefixKVStore(prefix_cache_bytes) if prefix_cache_bytes > 0 else None
         self.prefilled_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
 
@@ -111,14 +108,6 @@ class TransformersEngine(GenerationEngine):
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end_of_turn_id(tokenizer)
         stop = [end_of_turn_id(tokenizer), *_eos_ids(model)]
         return cls(model, stop, pad_token_id=pad, seed=seed, prefix_cache_bytes=prefix_cache_mb << 20)
-
-    @property
-    def weights_version(self) -> int:
-        return self._version
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return self._stop
 
     @property
     def max_positions(self) -> int:

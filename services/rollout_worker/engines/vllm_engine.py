@@ -167,11 +167,9 @@ class VLLMEngine(GenerationEngine):
         seed: int = 0,
         staging: Sequence[Path] = (SHARED_MEMORY,),
     ) -> None:
-        if not stop_token_ids:
-            raise InputError("a generation engine needs at least one stop token id")
+        super().__init__(stop_token_ids)
         self._llm = llm
         self._sampling_params = sampling_params  # vllm.SamplingParams, the class
-        self._stop = tuple(dict.fromkeys(int(t) for t in stop_token_ids))
         self._vocab_size = vocab_size
         self._checkpoint = dict(checkpoint_weights)
         self._optional = {"lm_head.weight"} if tied_embeddings else set()
@@ -179,7 +177,6 @@ class VLLMEngine(GenerationEngine):
         self._staging = staging
         self._seed = seed
         self._calls = 0
-        self._version = 0
         self._broken: str | None = None
 
     @classmethod
@@ -228,14 +225,6 @@ class VLLMEngine(GenerationEngine):
             weights_dtype=weights_dtype,
             seed=seed,
         )
-
-    @property
-    def weights_version(self) -> int:
-        return self._version
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return self._stop
 
     @property
     def max_positions(self) -> int:

@@ -6,24 +6,12 @@ from pathlib import Path
 import pytest
 from expert_episodes import scripted_episode
 
-from services.cache_dir import resolve_cache_dir
-from services.errors import ConflictError
-from services.models.build import MANIFEST, build_zoo
+from services.models.build import MANIFEST
 from services.models.loading import load_causal_lm
 from services.settings import load_settings
 from services.teacher_training.dataset import dataset_dir, save_dataset
 from services.teacher_training.pipeline import expert_dataset, train_teacher, wanted_dataset
 from services.teacher_training.trainer import StepReport
-
-
-@pytest.fixture(scope="module")
-def zoo_cache() -> Path:
-    cache = resolve_cache_dir() / "test-zoo"
-    try:
-        build_zoo(cache_dir=cache, seed=0)
-    except ConflictError:  # built by an older version of the zoo code: this cache is the tests' own
-        build_zoo(cache_dir=cache, seed=0, force=True)
-    return cache
 
 
 @pytest.fixture

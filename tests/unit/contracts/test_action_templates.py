@@ -2,8 +2,14 @@
 
 import pytest
 
-from services.agent.tool_calls import WEBSHOP_STEP, format_response, match_admissible, parse_response
-from services.contracts.action_templates import MAX_ACTION_CHARS, fill_template, template_verb
+from services.agent.tool_calls import WEBSHOP_STEP, format_response, parse_response
+from services.contracts.action_templates import (
+    MAX_ACTION_CHARS,
+    fill_template,
+    match_admissible,
+    normalize_action,
+    template_verb,
+)
 from services.contracts.env_gateway import StepRequest
 from services.env_gateway.action_validation import check_action
 from services.env_gateway.episode_errors import ActionRejectedError
@@ -65,3 +71,10 @@ def test_a_search_longer_than_the_gateway_takes_is_not_admissible():
     assert StepRequest(action=longest).action == longest
     assert fill_template(longest.replace("x", "xy", 1), SEARCH_PAGE[0]) is None
     assert match_admissible(longest.replace("x", "xy", 1), SEARCH_PAGE) is None
+
+
+def test_admissible_matching_ignores_case_and_spacing_and_returns_the_env_spelling():
+    admissible = ["go to countertop 1", "take mug 1 from countertop 1", "look"]
+    assert normalize_action("  Take  Mug 1   from countertop 1 ") == "take mug 1 from countertop 1"
+    assert match_admissible("TAKE mug 1 from  countertop 1", admissible) == "take mug 1 from countertop 1"
+    assert match_admissible("take mug 2 from countertop 1", admissible) is None

@@ -4,10 +4,10 @@
 import pytest
 from pydantic import ValidationError
 
-from services.contracts.agentgym_webshop import ResetQuery
 from services.contracts.env_gateway import EpisodeCreate
-from services.contracts.retrieval import RetrieveRequest
 from services.contracts.teacher import ScoreRequest
+from services.envs.search.contract import RetrieveRequest
+from services.envs.webshop.contract import ResetQuery
 
 
 def episode(**fields) -> str:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from services.env_gateway.action_validation import check_action, normalise
+from services.contracts.action_templates import normalize_action
+from services.env_gateway.action_validation import check_action
 from services.env_gateway.episode_errors import ActionRejectedError
 
 ADMISSIBLE = [
@@ -24,7 +25,7 @@ def rejection(action: str, admissible: list[str] = ADMISSIBLE) -> ActionRejected
 def test_admissible_action_is_returned_verbatim_ignoring_case_and_spacing():
     assert check_action("go to fridge 1", ADMISSIBLE) == "go to fridge 1"
     assert check_action("  Go   TO Fridge 1 ", ADMISSIBLE) == "go to fridge 1"
-    assert normalise(" A  b ") == "a b"
+    assert normalize_action(" A  b ") == "a b"
 
 
 def test_unknown_verb_and_words_are_listed():

@@ -1,14 +1,14 @@
 from collections import Counter
 
-from services.env_gateway.search.encyclopedia import generate_encyclopedia
-from services.env_gateway.search.questions import generate_questions
-from services.env_gateway.webshop.catalogue import generate_catalogue
-from services.env_gateway.webshop.goals import make_goal
+from services.envs.search.encyclopedia import generate_encyclopedia
+from services.envs.search.questions import generate_questions
+from services.envs.search.settings import SearchEnvSettings
+from services.envs.webshop.catalogue import generate_catalogue
+from services.envs.webshop.goals import make_goal
+from services.envs.webshop.settings import WebShopSettings
 from services.models.corpus import household_entity_tokens
 from services.models.env_corpus import PASSAGE_REPEATS, search_corpus, webshop_corpus, zoo_corpus
 from services.models.tokenizer_builder import train_tokenizer
-from services.settings.search_env import SearchEnvSettings
-from services.settings.webshop import WebShopSettings
 
 
 def test_search_text_is_the_passages_and_only_training_questions():

@@ -3,7 +3,13 @@
 import pytest
 
 from services.errors import InputError
-from services.orchestrator.restart_settings import config_hash, restart_settings, service_kind, worker_index
+from services.orchestrator.restart_settings import (
+    config_hash,
+    restart_settings,
+    service_kind,
+    start_or_restore,
+    worker_index,
+)
 from services.settings import load_settings
 
 
@@ -63,3 +69,34 @@ def test_config_hash_follows_the_service_sections_only(run_settings):
     same_teacher = restart_settings(run_settings, new, "learner")
     assert config_hash(same_teacher, "teacher") == config_hash(run_settings, "teacher")
     assert config_hash(run_settings, "rollout-worker-0") == config_hash(run_settings, "rollout-pool")
+
+
+def test_a_failed_start_with_new_settings_brings_the_old_ones_back_and_reraises():
+    old = load_settings(None)
+    new = old.model_copy(update={"run": old.run.model_copy(update={"seed": 7})})
+    started: list[int] = []
+
+    def start(settings):  # type: ignore[no-untyped-def]
+        started.append(settings.run.seed)
+        if settings.run.seed == 7:
+            raise RuntimeError("the new process did not come up")
+
+    with pytest.raises(RuntimeError, match="did not come up"):
+        start_or_restore(start, new, old)
+    assert started == [7, old.run.seed]  # tried the new settings, then started again as it was
+
+    started.clear()
+    assert start_or_restore(start, None, old) is old and started == [old.run.seed]
+
+
+def test_a_failed_plain_restart_is_not_retried():
+    old = load_settings(None)
+    calls: list[object] = []
+
+    def start(settings):  # type: ignore[no-untyped-def]
+        calls.append(settings)
+        raise OSError("no resources")
+
+    with pytest.raises(OSError):
+        start_or_restore(start, None, old)
+    assert calls == [old]  # no settings to fall back to: one attempt, the failure reported

@@ -3,7 +3,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from services.env_gateway.search.bm25_index import Bm25Retriever
+from services.envs.search.bm25_index import Bm25Retriever
 from services.retrieval_server.app import create_app
 from services.settings.retrieval_server import RetrievalServerSettings
 

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from services.agent.chat_format import ChatFormat
-from services.agent.search_protocol import format_search_response
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
 from services.contracts.rollout import EpisodeTask
 from services.env_gateway.action_validation import check_action
-from services.env_gateway.backends.base import GameSession
-from services.env_gateway.backends.search import SearchBackend
+from services.envs.backend import GameSession
+from services.envs.search.backend import SearchBackend
+from services.envs.search.protocol import format_search_response
+from services.envs.search.settings import SearchEnvSettings
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
 from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
-from services.settings.search_env import SearchEnvSettings
 
 
 class InProcessSearchGateway:

@@ -6,9 +6,9 @@ from services.agent.chat_format import ChatFormat, task_message
 from services.agent.tool_calls import (
     ParsedAction,
     inadmissible_action_feedback,
-    match_admissible,
     parse_response,
 )
+from services.contracts.action_templates import match_admissible
 from services.models.loading import load_tokenizer
 from services.rollout_worker.engines import GenerationParams, make_engine
 

@@ -4,8 +4,8 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.contracts.expert_data import ExpertEpisode, ExpertTurn
-from services.env_gateway.household.observations import RoomKnowledge
-from services.env_gateway.household.tasks import HouseholdGoal
+from services.envs.alfworld.observations import RoomKnowledge
+from services.envs.alfworld.tasks import HouseholdGoal
 from services.errors import InputError
 from services.teacher_training.expert_thoughts import expert_thoughts, thought
 

@@ -7,7 +7,6 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.agent.chat_format import ChatFormat
-from services.agent.env_protocols import env_protocol
 from services.agent.tool_calls import (
     WEBSHOP_STEP,
     ParsedAction,
@@ -16,6 +15,7 @@ from services.agent.tool_calls import (
     parse_response,
 )
 from services.contracts.expert_data import ExpertEpisode
+from services.envs.protocols import env_protocol
 from services.errors import InputError
 from services.rollout_worker.episode_text import first_user_message, step_observation, task_reminder
 from services.teacher_training.expert_thoughts import expert_thoughts

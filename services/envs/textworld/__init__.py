@@ -1,0 +1,1 @@
+"""TextWorld games made offline with its own challenge generators (`tw-make`)."""

@@ -1,0 +1,34 @@
+"""The base of the project's async HTTP clients (env gateway, teacher): one ``httpx.AsyncClient``
+that sends the service token, closed by ``aclose`` or by leaving ``async with``."""
+
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from services.service_auth import auth_headers
+
+
+class AsyncHttpClient:
+    def __init__(
+        self,
+        *,
+        base_url: str = "",
+        timeout_s: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+        token: str | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, transport=transport, headers=auth_headers(token)
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
