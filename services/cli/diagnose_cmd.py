@@ -13,6 +13,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.records import TurnStatsRecord
 from services.diagnostics.allocation import diagnose as diagnose_records
 from services.errors import InputError
+from services.settings.tree import saved_settings
 
 TURN_STATS_FILE = "turn_stats.jsonl"
 
@@ -115,9 +116,8 @@ def diagnose(
     run_config = run_dir / "config.json"
     if config is None and run_config.is_file():
         # A `turnopd train` run: its own [blend] floor gives the actual weights' reliability rule.
-        from services.settings import TurnOPDSettings
 
-        saved = TurnOPDSettings.model_validate_json(run_config.read_text())
+        saved = saved_settings(run_config.read_text())
         blend_from_run = {"blend": saved.blend.model_dump()}
     else:
         blend_from_run = {}

@@ -42,7 +42,7 @@ def _choices(values: list[str] | None, allowed: tuple[str, ...], what: str) -> l
 def _select(
     env: list[str] | None, split: list[str] | None, task_type: list[str] | None, config: Path | None
 ) -> tuple[EnvGatewaySettings, list[GameRef]]:
-    settings = settings_with(config).env_gateway
+    settings = settings_with(config, ("env_gateway",)).env_gateway
     envs: list[EnvName] = _choices(env, get_args(EnvName), "env")  # type: ignore[assignment]
     splits: list[Split] = _choices(split, get_args(Split), "split")  # type: ignore[assignment]
     return settings, pool_games(settings, envs, splits, task_type)

@@ -21,7 +21,10 @@ def env_gateway(
     config: ConfigOption = None,
 ) -> None:
     """Serve the env gateway (HTTP API + env worker pool) with uvicorn until interrupted."""
-    settings = settings_with(config, env_gateway={"host": host, "port": port, "workers": workers})
+    # Its own sections only: the same file serves a run's gateway and a teacher recipe's.
+    settings = settings_with(
+        config, ("env_gateway", "security"), env_gateway={"host": host, "port": port, "workers": workers}
+    )
     from services.env_gateway.main import serve
 
     serve(settings.env_gateway, settings.security.resolved_service_token())

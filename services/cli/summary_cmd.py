@@ -14,7 +14,7 @@ from services.contracts.run_summary import RunSummary
 from services.errors import NotFoundError
 from services.orchestrator.run_dir import CONFIG_FILE, RunDir
 from services.orchestrator.run_summary import summarize
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import saved_settings
 
 
 def render(summary: RunSummary, console: Console) -> None:
@@ -82,5 +82,5 @@ def summary(
         console = Console()
         render(result, console)
         if (run_dir / CONFIG_FILE).is_file():
-            settings = TurnOPDSettings.model_validate_json(RunDir(run_dir).saved_config())
+            settings = saved_settings(RunDir(run_dir).saved_config())
             render_result(load_result(run_dir, settings), console)

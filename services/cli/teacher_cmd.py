@@ -7,7 +7,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from services.cli.options import settings_with
+from services.cli.options import recipe_with
 from services.teacher_training.pipeline import CollectProgress
 from services.teacher_training.trainer import StepReport
 
@@ -65,7 +65,10 @@ def train(
     env_url: Annotated[
         str | None, typer.Option(help="A running env gateway (default: start one for the collection).")
     ] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML config; flags given here override it.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="Teacher recipe (configs/teachers/*.toml); flags given here override it."),
+    ] = None,
     fresh: Annotated[
         bool, typer.Option(help="Discard a saved partial run of this output instead of continuing it.")
     ] = False,
@@ -80,7 +83,7 @@ def train(
 
     hf_logging.disable_progress_bar()
     overrides = {"episodes": episodes, "epochs": epochs, "seed": seed, "out": out, "base": base, "lr": lr}
-    settings = settings_with(config, sft={**overrides, "gateway_url": env_url})
+    settings = recipe_with(config, sft={**overrides, "gateway_url": env_url})
     check_request(settings)
     console = Console(stderr=True)
     columns = (

@@ -23,6 +23,7 @@ from services.errors import InputError, TurnOPDError
 from services.models.trained_format import check_task_reminder
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
+from services.settings.tree import saved_settings
 
 
 def _resolved(
@@ -53,7 +54,7 @@ def train(
         if any(v is not None for v in (config, method, steps, run_dir)):
             raise InputError("--resume takes the run's saved config; do not combine it with other options")
         run = RunDir(resume)
-        saved = TurnOPDSettings.model_validate_json(run.saved_config())
+        saved = saved_settings(run.saved_config())
         settings = load_settings(None, saved.model_dump(exclude=SECRET_FIELDS))
         config_file = None
     else:

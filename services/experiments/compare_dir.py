@@ -17,7 +17,7 @@ from services.errors import InputError
 from services.experiments.protocols import RunLogs
 from services.orchestrator.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
 from services.settings.diff import settings_differences
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import TurnOPDSettings, saved_settings
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_MARKDOWN = "summary.md"
@@ -48,7 +48,7 @@ def load_run(path: Path) -> RunLogs:
     """A run directory's method, seed, metrics and evaluations."""
     if not path.is_dir():
         raise InputError(f"run directory not found: {path}")
-    settings = TurnOPDSettings.model_validate_json(RunDir(path).saved_config())
+    settings = saved_settings(RunDir(path).saved_config())
     return RunLogs(
         method=settings.run.method,
         seed=settings.run.seed,

@@ -6,7 +6,6 @@ Redis never share keys) and, with ``--steps``, ``optim.steps`` overridden. An ex
 (complete) or resumed (partial) only if its saved config equals the one it would be started with.
 """
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from services.experiments.compare_dir import (
 from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.diff import with_defaults
+from services.settings.tree import saved_settings_dict
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def plan_runs(
             path = settings.run.run_dir
             state = run_state(path, settings.optim.steps)
             if state != "new":
-                saved = json.loads((path / CONFIG_FILE).read_text())
+                saved = saved_settings_dict((path / CONFIG_FILE).read_text())
                 differ = config_differences(
                     with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS)
                 )

@@ -35,7 +35,7 @@ from services.experiments.report_data import (
 from services.experiments.report_page import Block, Heading, Image, Paragraph, render_page
 from services.experiments.tables import Table, allocation_table, comparison_table, task_type_table
 from services.orchestrator.run_dir import DECISIONS_FILE, TURN_STATS_FILE, RunDir
-from services.settings.tree import DiagnosticsSettings, TurnOPDSettings
+from services.settings.tree import DiagnosticsSettings, TurnOPDSettings, saved_settings
 
 REPORT_HTML = "report.html"
 REPORT_MARKDOWN = "report.md"
@@ -67,7 +67,7 @@ def load_report_runs(paths: Sequence[Path]) -> list[ReportRun]:
             seen.setdefault(run.resolve(), None)
     runs, slugs = [], set()
     for path in seen:
-        settings = TurnOPDSettings.model_validate_json(RunDir(path).saved_config())
+        settings = saved_settings(RunDir(path).saved_config())
         logs = load_run(path)
         slug = f"{logs.method}_seed{logs.seed}"
         while slug in slugs:

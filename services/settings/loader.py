@@ -1,14 +1,15 @@
 """Load the settings tree from TOML + environment + overrides; errors name the offending key."""
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from services.errors import ConfigError
-from services.settings.sources import file_values
+from services.settings.recipe import TeacherRecipeSettings
+from services.settings.sources import TomlSettings, file_values
 from services.settings.tree import TurnOPDSettings
 
 
@@ -38,15 +39,40 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def load_settings(
-    path: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
-) -> TurnOPDSettings:
-    """Build the settings: ``overrides`` beat ``TURNOPD_SECTION__KEY`` env vars, which beat the file."""
+Root = TypeVar("Root", bound=TomlSettings)
+
+
+def load_tree(
+    root: type[Root],
+    path: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    sections: Collection[str] | None = None,
+) -> Root:
+    """Build a settings root: ``overrides`` beat ``TURNOPD_SECTION__KEY`` env vars, which beat the
+    file. ``sections``: read only these sections of the file (a service that needs only its own)."""
     values = read_toml(path) if path is not None else {}
+    if sections is not None:
+        values = {name: value for name, value in values.items() if name in sections}
     try:
         with file_values(values):
             init: dict[str, Any] = {k: dict(v) for k, v in (overrides or {}).items()}
-            return TurnOPDSettings(**init)
+            return root(**init)
     except ValidationError as exc:
         where = f" in {path}" if path is not None else ""
         raise ConfigError(f"invalid settings{where}: {describe_validation_error(exc)}") from None
+
+
+def load_settings(
+    path: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    sections: Collection[str] | None = None,
+) -> TurnOPDSettings:
+    """A run's settings (``load_tree``)."""
+    return load_tree(TurnOPDSettings, path, overrides, sections)
+
+
+def load_recipe(
+    path: Path | None = None, overrides: Mapping[str, Mapping[str, Any]] | None = None
+) -> TeacherRecipeSettings:
+    """A teacher-training recipe's settings (``load_tree``)."""
+    return load_tree(TeacherRecipeSettings, path, overrides)

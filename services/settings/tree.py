@@ -4,11 +4,11 @@ Every field has a one-line description and bounds; invalid values fail at load t
 message that names the dotted key (see ``services.settings.loader``).
 """
 
+import json
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.contracts.method import Method
 from services.settings.cluster import ClusterSettings
@@ -21,8 +21,7 @@ from services.settings.pipeline import PipelineSettings
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.security import SecuritySettings
-from services.settings.sft import SFTSettings
-from services.settings.sources import file_settings_source
+from services.settings.sources import TomlSettings
 from services.settings.teacher import TeacherSettings
 from services.settings_section import Section
 from services.vllm_support.limits import temperature_problem
@@ -158,12 +157,8 @@ class DiagnosticsSettings(Section):
     )
 
 
-class TurnOPDSettings(BaseSettings):
-    """Root of the settings tree: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="TURNOPD_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
-    )
+class TurnOPDSettings(TomlSettings):
+    """Root of a run's settings: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
 
     run: RunSettings = Field(default_factory=RunSettings)
     distill: DistillSettings = Field(default_factory=DistillSettings)
@@ -182,9 +177,18 @@ class TurnOPDSettings(BaseSettings):
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)
     env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
     rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
-    sft: SFTSettings = Field(default_factory=SFTSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     retrieval_server: RetrievalServerSettings = Field(default_factory=RetrievalServerSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_recipe_section(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sft" in data:
+            raise ValueError(
+                "[sft] belongs to a teacher-training recipe, not to a run config: keep it in a file of its "
+                "own (as configs/teachers/*.toml) for `turnopd teacher train --config`"
+            )
+        return data
 
     @model_validator(mode="after")
     def _within_vllm_limits(self) -> "TurnOPDSettings":
@@ -234,14 +238,18 @@ class TurnOPDSettings(BaseSettings):
             teacher.resources = {"teacher_pool": 1.0}
         return self
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Priority, highest first: explicit overrides (CLI flags), environment, the TOML file.
-        return (init_settings, env_settings, file_settings_source(settings_cls))
+
+# Sections a run's config.json may hold from before they left the run settings; dropped on reading.
+MOVED_SECTIONS = frozenset({"sft"})  # now a teacher recipe's (services/settings/recipe.py)
+
+
+def saved_settings_dict(text: str) -> dict[str, Any]:
+    """A run's saved ``config.json`` as a dict, without the sections that have since moved out."""
+    values = json.loads(text)
+    return {key: value for key, value in values.items() if key not in MOVED_SECTIONS}
+
+
+def saved_settings(text: str) -> TurnOPDSettings:
+    """The settings a run's ``config.json`` holds (written by any version of TurnOPD since the keys
+    it has were added)."""
+    return TurnOPDSettings.model_validate_json(json.dumps(saved_settings_dict(text)))

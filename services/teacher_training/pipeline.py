@@ -21,7 +21,7 @@ from services.models.build import read_manifest
 from services.models.layer_subset import check_layer_choice, keep_layers
 from services.models.registry import resolve_model_dir
 from services.models.trained_format import check_task_reminder
-from services.settings.tree import TurnOPDSettings
+from services.settings.recipe import TeacherRecipeSettings
 from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
 from services.teacher_training.collection import collect_expert_episodes, episode_seeds
 from services.teacher_training.dataset import DATASET_FORMAT, dataset_dir, load_dataset, save_dataset
@@ -79,7 +79,7 @@ def _gateway_env(name: str) -> EnvName:
     raise InputError(f"unknown env {name!r}; known: {list(get_args(EnvName))}")
 
 
-def _games_description(settings: TurnOPDSettings) -> str:
+def _games_description(settings: TeacherRecipeSettings) -> str:
     """What fixes the games a gateway started from these settings serves (part of the dataset key)."""
     gateway = settings.env_gateway
     if settings.sft.env == "search":
@@ -99,7 +99,7 @@ def _games_description(settings: TurnOPDSettings) -> str:
     return json.dumps({"generated": params.cache_key(), "games_per_task_type": pools}, sort_keys=True)
 
 
-def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
+def wanted_dataset(settings: TeacherRecipeSettings) -> ExpertDatasetInfo:
     """The dataset the ``[sft]`` settings ask for (its counts still zero): what keys the cache."""
     sft = settings.sft
     url = sft.gateway_url
@@ -129,7 +129,7 @@ def wanted_dataset(settings: TurnOPDSettings) -> ExpertDatasetInfo:
 
 
 def expert_dataset(
-    settings: TurnOPDSettings, config: Path | None = None, progress: CollectProgress | None = None
+    settings: TeacherRecipeSettings, config: Path | None = None, progress: CollectProgress | None = None
 ) -> ExpertDataset:
     """The expert episodes the ``[sft]`` settings ask for: from the cache, else collected (and cached).
 
@@ -178,7 +178,7 @@ def _collect(
     return asyncio.run(run())
 
 
-def check_request(settings: TurnOPDSettings) -> Path:
+def check_request(settings: TeacherRecipeSettings) -> Path:
     """Fail before any work when the base model is missing, was trained in another observation
     format (``[rollout] task_reminder``), ``base_layers`` do not fit it, or the output name is a zoo
     model's."""
@@ -192,7 +192,7 @@ def check_request(settings: TurnOPDSettings) -> Path:
 
 
 def train_teacher(
-    settings: TurnOPDSettings,
+    settings: TeacherRecipeSettings,
     dataset: ExpertDataset,
     on_step: Callable[[StepReport], None] | None = None,
     on_stage: Callable[[str], None] | None = None,

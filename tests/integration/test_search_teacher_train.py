@@ -15,7 +15,7 @@ from services.env_gateway.local_server import LocalGateway
 from services.envs.protocols import SEARCH_PROTOCOL
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.settings import load_settings
+from services.settings.loader import load_recipe
 from services.teacher_training.pipeline import expert_dataset, train_teacher
 from services.teacher_training.rendering import render_episodes
 
@@ -27,7 +27,7 @@ def test_collect_and_train_on_search_and_match_the_agent_loop(tmp_path: Path, te
     config = tmp_path / "search.toml"
     config.write_text(f'[env_gateway]\ncache_dir = "{test_cache_dir / "envs"}"\nworkers = 1\n')
     with LocalGateway(config, workers=1) as gateway:
-        settings = load_settings(
+        settings = load_recipe(
             config,
             {
                 "models": {"cache_dir": str(tmp_path)},

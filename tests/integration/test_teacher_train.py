@@ -16,7 +16,7 @@ from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
 from services.models.loading import load_causal_lm, load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.settings import load_settings
+from services.settings.loader import load_recipe
 from services.teacher_training.pipeline import expert_dataset, train_teacher
 from services.teacher_training.rendering import render_episodes
 
@@ -31,7 +31,7 @@ def gateway(tmp_path_factory):
 
 def test_collect_cache_train_and_match_the_agent_loop(gateway: LocalGateway, tmp_path: Path):
     zoo = zoo_cache_dir()
-    settings = load_settings(
+    settings = load_recipe(
         None,
         {
             "models": {"cache_dir": str(tmp_path)},

@@ -17,7 +17,7 @@ from services.env_gateway.local_server import LocalGateway
 from services.envs.protocols import WEBSHOP_PROTOCOL
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.settings import load_settings
+from services.settings.loader import load_recipe
 from services.teacher_training.pipeline import expert_dataset, train_teacher
 from services.teacher_training.rendering import render_episodes
 
@@ -52,9 +52,7 @@ def test_webshop_expert_data_trains_and_replays_through_the_agent_loop(config: P
         },
     }
     with LocalGateway(config, workers=1) as gateway:
-        settings = load_settings(
-            config, {**overrides, "sft": {**overrides["sft"], "gateway_url": gateway.url}}
-        )
+        settings = load_recipe(config, {**overrides, "sft": {**overrides["sft"], "gateway_url": gateway.url}})
         dataset = expert_dataset(settings)
         assert dataset.info.env == "webshop" and dataset.info.episodes == 4 and dataset.info.dropped == 0
         assert all(e.won and e.start.game_id.startswith("train/goal_") for e in dataset.episodes)

@@ -8,7 +8,7 @@ from expert_episodes import scripted_episode
 
 from services.models.build import MANIFEST
 from services.models.loading import load_causal_lm
-from services.settings import load_settings
+from services.settings.loader import load_recipe
 from services.teacher_training.dataset import dataset_dir, save_dataset
 from services.teacher_training.pipeline import expert_dataset, train_teacher, wanted_dataset
 from services.teacher_training.trainer import StepReport
@@ -23,7 +23,7 @@ def config(tmp_path: Path, zoo_cache: Path) -> Path:
         f'[sft]\nbase = "{zoo_cache / "models" / "student"}"\nout = "student-sft"\n'
         "episodes = 3\nepochs = 2\nbatch_episodes = 2\nlr = 0.003\n"
     )
-    info = wanted_dataset(load_settings(path))
+    info = wanted_dataset(load_recipe(path))
     episodes = [scripted_episode(seed) for seed in info.seeds]
     save_dataset(dataset_dir(info, tmp_path), info.model_copy(update={"episodes": 3}), episodes)
     return path
@@ -62,7 +62,7 @@ def test_zoo_names_and_missing_bases_fail_in_one_line_before_any_work(cli, confi
 
 def interrupted_run(config: Path, tmp_path: Path) -> Path:
     """Train from ``config`` until step 1 ends (a state saved after every step); where it is kept."""
-    settings = load_settings(config, {"sft": {"seed": 0, "checkpoint_every": 1}})
+    settings = load_recipe(config, {"sft": {"seed": 0, "checkpoint_every": 1}})
 
     def interrupt(report: StepReport) -> None:
         if report.step == 1:

@@ -91,11 +91,12 @@ def test_keys_added_to_the_settings_since_a_run_started_count_as_their_defaults(
     _materialise(planned.settings, 2)
     saved = planned.settings.run.run_dir / "config.json"
     older = json.loads(saved.read_text())
-    del older["sft"]["checkpoint_every"], older["eval"]
+    del older["learner"]["checkpoint_every"], older["eval"]
+    older["sft"] = {"checkpoint_every": 50}  # saved before [sft] moved to the teacher recipes
     saved.write_text(json.dumps(older))
     assert [p.state for p in plan_runs(None, ["vanilla"], 1, 3, out)] == ["partial"]
-    config.write_text("[sft]\ncheckpoint_every = 7\n")
-    with pytest.raises(ConflictError, match=r"\(sft.checkpoint_every differ\)"):
+    config.write_text("[learner]\ncheckpoint_every = 7\n")
+    with pytest.raises(ConflictError, match=r"\(learner.checkpoint_every differ\)"):
         plan_runs(config, ["vanilla"], 1, 3, out)
 
 

@@ -9,6 +9,7 @@ from services.models.shipped import measured_success
 from services.models.zoo import ZOO
 from services.orchestrator.run_result import comparable_measurement
 from services.settings import TurnOPDSettings, load_settings
+from services.settings.loader import load_recipe
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -95,7 +96,7 @@ RESULT_RECIPES = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs" /
 
 def _recipe_outputs(paths: list[str]) -> dict[str, str]:
     """The model name each recipe's `turnopd teacher train --config` saves (`[sft] out`) -> recipe."""
-    return {load_settings(REPO / path).sft.out: path for path in paths}
+    return {load_recipe(REPO / path).sft.out: path for path in paths}
 
 
 def _made_by_a_recipe(name: str, outputs: dict[str, str]) -> bool:
@@ -114,7 +115,7 @@ def test_every_run_config_loads(path: str):
     """What `turnopd train --config` loads; the models it names are zoo models, mounted paths or the
     output of a kept recipe (configs/, configs/teachers/), so a user can make every one of them."""
     settings = load_settings(REPO / path)
-    outputs = _recipe_outputs(RUN_CONFIGS + RECIPES)
+    outputs = _recipe_outputs(RECIPES)
     for role, name in (("student", settings.models.student), ("teacher", settings.models.teacher)):
         assert _made_by_a_recipe(name, outputs), (
             f"{path}: [models] {role} = {name!r} has no recipe in configs/"
@@ -130,13 +131,13 @@ def test_every_run_config_loads(path: str):
 
 @pytest.mark.parametrize("path", RECIPES + RESULT_RECIPES)
 def test_every_sft_recipe_loads(path: str):
-    """What `turnopd teacher train --config` loads (the same settings tree, its `[sft]` section): each
+    """What `turnopd teacher train --config` loads (a teacher recipe, apart from a run config): each
     recipe names its output, and its base is a zoo model or another recipe's output; a kept recipe
     (configs/teachers/) starts from a kept one."""
     raw = tomllib.loads((REPO / path).read_text())
     assert "out" in raw.get("sft", {}), f"{path}: a recipe names the model it saves ([sft] out)"
-    settings = load_settings(REPO / path)
-    kept = _recipe_outputs(RUN_CONFIGS + RECIPES)
+    settings = load_recipe(REPO / path)
+    kept = _recipe_outputs(RECIPES)
     outputs = kept if path in RECIPES else {**kept, **_recipe_outputs(RESULT_RECIPES)}
     assert _made_by_a_recipe(settings.sft.base, outputs), (
         f"{path}: [sft] base = {settings.sft.base!r} is made by no recipe it may use"
@@ -144,5 +145,20 @@ def test_every_sft_recipe_loads(path: str):
 
 
 def test_recipe_outputs_are_unique():
-    names = [load_settings(REPO / path).sft.out for path in RECIPES + RESULT_RECIPES]
+    names = [load_recipe(REPO / path).sft.out for path in RECIPES + RESULT_RECIPES]
     assert len(names) == len(set(names))
+
+
+def test_a_run_config_and_a_recipe_do_not_mix(tmp_path: Path):
+    """[sft] is a recipe's; a run's sections that a recipe never reads are not accepted in one."""
+    with pytest.raises(ConfigError, match=r"\[sft\] belongs to a teacher-training recipe"):
+        load_settings(write(tmp_path, '[sft]\nout = "x"\n'))
+    with pytest.raises(ConfigError, match=r"depth: unknown key"):
+        load_recipe(write(tmp_path, '[sft]\nout = "x"\n[depth]\nmax = 30\n'))
+    recipe = load_recipe(write(tmp_path, '[sft]\nout = "x"\n[rollout]\ntask_reminder = true\n'))
+    assert recipe.sft.out == "x" and recipe.rollout.task_reminder is True
+
+
+def test_the_gateway_reads_its_own_sections_of_either_kind_of_file(tmp_path: Path):
+    recipe = write(tmp_path, '[sft]\nout = "x"\n[env_gateway]\nworkers = 3\n')
+    assert load_settings(recipe, sections=("env_gateway", "security")).env_gateway.workers == 3

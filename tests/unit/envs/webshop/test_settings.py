@@ -3,7 +3,7 @@
 import pytest
 
 from services.errors import ConfigError
-from services.settings.loader import load_settings
+from services.settings.loader import load_recipe, load_settings
 
 
 def test_defaults_are_the_papers_goal_partition_over_a_generated_shop():
@@ -24,7 +24,7 @@ def test_file_and_environment_override_nested_keys(tmp_path, monkeypatch):
 def test_sft_and_rollout_can_name_webshop(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text('[rollout]\nenv = "webshop"\nmax_turns = 30\n[sft]\nenv = "webshop"\n')
-    settings = load_settings(config)
+    settings = load_recipe(config)
     assert settings.rollout.env == "webshop" and settings.sft.env == "webshop"
 
 

@@ -1,0 +1,24 @@
+"""The root of a teacher-training recipe (`turnopd teacher train --config configs/teachers/*.toml`).
+
+A recipe is its own kind of config, apart from a run's: ``[sft]`` is the recipe itself; ``[models]``
+(the zoo and its cache), ``[rollout]`` (the observation format the teacher learns to read),
+``[env_gateway]`` (the games the expert plays) and ``[security]`` (the gateway's token) mean what
+they mean in a run config. Overridden by ``TURNOPD_SECTION__KEY`` environment variables, as a run's.
+"""
+
+from pydantic import Field
+
+from services.settings.env_gateway import EnvGatewaySettings
+from services.settings.models import ModelsSettings
+from services.settings.security import SecuritySettings
+from services.settings.sft import SFTSettings
+from services.settings.sources import TomlSettings
+from services.settings.tree import RolloutSettings
+
+
+class TeacherRecipeSettings(TomlSettings):
+    sft: SFTSettings = Field(default_factory=SFTSettings)
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    env_gateway: EnvGatewaySettings = Field(default_factory=EnvGatewaySettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
