@@ -40,9 +40,8 @@ from typing import Any
 
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, PoolLoad, StepMetrics
+from services.operations.pool_load import POOLS, pool_load
 from services.orchestrator.pipeline import train
-from services.orchestrator.pool_load import POOLS, pool_load
-from services.orchestrator.run_dir import RunDir
 from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.throughput import (
     CpuTimes,
@@ -51,6 +50,7 @@ from services.orchestrator.throughput import (
     separate_machines,
     steps_per_hour,
 )
+from services.run_dir import RunDir
 from services.settings import load_settings
 
 

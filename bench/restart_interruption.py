@@ -30,10 +30,10 @@ import ray
 from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import WorkerHealth
 from services.contracts.orchestrator import StepMetrics
+from services.operations.run_client import restart_result, submit_restart
 from services.orchestrator.interruption import intervals, lost_seconds, overlapped_steps
 from services.orchestrator.pipeline import train
-from services.orchestrator.run_client import restart_result, submit_restart
-from services.orchestrator.run_dir import RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 from services.settings.tree import TurnOPDSettings
 

@@ -22,8 +22,8 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.models.registry import resolve_model_dir
 from services.models.shipped import measured_success
-from services.orchestrator.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
 from services.orchestrator.run_result import comparable_measurement, wilson_interval
+from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
 from services.settings.tree import TurnOPDSettings
 
 

@@ -12,7 +12,7 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.experiments.compare_dir import SUMMARY_FILE, SUMMARY_MARKDOWN
 from services.experiments.compare_plan import PlannedRun, parse_methods, plan_runs
 from services.experiments.tables import Table, comparison_table
-from services.orchestrator.run_dir import METRICS_FILE, RunDir
+from services.run_dir import METRICS_FILE, RunDir
 
 ALL_METHODS = "turnopd,vanilla,adaptive-depth,blend,turn-norm,tcod"
 

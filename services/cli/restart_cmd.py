@@ -22,7 +22,7 @@ def restart(
         check_service_name(service)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    from services.orchestrator.run_client import join_cluster, submit_restart, wait_restart
+    from services.operations.run_client import join_cluster, submit_restart, wait_restart
 
     join_cluster()
     request_id = submit_restart(service, config)

@@ -11,8 +11,8 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import TurnOPDError
 from services.models.registry import resolve_model_dir
 from services.models.shipped import measured_success
-from services.orchestrator.run_dir import EVAL_FILE, METRICS_FILE
 from services.orchestrator.run_result import RunResult, Score, run_result
+from services.run_dir import EVAL_FILE, METRICS_FILE
 from services.settings.tree import TurnOPDSettings
 
 

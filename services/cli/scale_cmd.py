@@ -19,7 +19,7 @@ def scale(
         scale_service(pool, replicas)  # before joining a cluster: bad input fails at once
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    from services.orchestrator.run_client import join_cluster, submit_scale, wait_restart
+    from services.operations.run_client import join_cluster, submit_scale, wait_restart
 
     join_cluster()
     result = wait_restart(submit_scale(pool, replicas), timeout)

@@ -12,8 +12,8 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.run_summary import RunSummary
 from services.errors import NotFoundError
-from services.orchestrator.run_dir import CONFIG_FILE, RunDir
 from services.orchestrator.run_summary import summarize
+from services.run_dir import CONFIG_FILE, RunDir
 from services.settings.tree import saved_settings
 
 

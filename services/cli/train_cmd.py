@@ -21,7 +21,7 @@ from services.contracts.method import Method
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
 from services.models.trained_format import check_task_reminder
-from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
+from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import saved_settings
 

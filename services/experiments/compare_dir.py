@@ -15,7 +15,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError
 from services.experiments.protocols import RunLogs
-from services.orchestrator.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
+from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, RunDir
 from services.settings.diff import settings_differences
 from services.settings.tree import TurnOPDSettings, saved_settings
 

@@ -20,7 +20,7 @@ from services.experiments.compare_dir import (
     run_state,
     settings_json,
 )
-from services.orchestrator.run_dir import CONFIG_FILE, SECRET_FIELDS
+from services.run_dir import CONFIG_FILE, SECRET_FIELDS
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.diff import with_defaults
 from services.settings.tree import saved_settings_dict

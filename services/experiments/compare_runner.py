@@ -14,7 +14,7 @@ from services.experiments.compare_dir import SUMMARY_FILE, SUMMARY_MARKDOWN, loa
 from services.experiments.compare_plan import PlannedRun
 from services.experiments.protocols import summarise
 from services.experiments.tables import comparison_markdown
-from services.orchestrator.run_dir import SECRET_FIELDS, RunDir
+from services.run_dir import SECRET_FIELDS, RunDir
 
 RunCallback = Callable[[PlannedRun], None]
 StepCallback = Callable[[StepMetrics], None]

@@ -34,7 +34,7 @@ from services.experiments.report_data import (
 )
 from services.experiments.report_page import Block, Heading, Image, Paragraph, render_page
 from services.experiments.tables import Table, allocation_table, comparison_table, task_type_table
-from services.orchestrator.run_dir import DECISIONS_FILE, TURN_STATS_FILE, RunDir
+from services.run_dir import DECISIONS_FILE, TURN_STATS_FILE, RunDir
 from services.settings.tree import DiagnosticsSettings, TurnOPDSettings, saved_settings
 
 REPORT_HTML = "report.html"

@@ -29,16 +29,15 @@ from services.controller.depth import plan_basis_step
 from services.diagnostics.step_stats import step_stats
 from services.errors import TurnOPDError
 from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
+from services.operations.live_status import LiveRun
+from services.operations.restart_loop import RestartLoop
+from services.operations.restarts import ServiceRestarts
+from services.operations.run_control import start_run_control, stop_run_control
+from services.operations.stack import Stack, connect_ray, start_stack
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.evaluation import evaluate
-from services.orchestrator.live_status import LiveRun
 from services.orchestrator.metrics_exporter import MetricsExporter
 from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.restart_loop import RestartLoop
-from services.orchestrator.restarts import ServiceRestarts
-from services.orchestrator.run_control import start_run_control, stop_run_control
-from services.orchestrator.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
-from services.orchestrator.stack import Stack, connect_ray, start_stack
 from services.orchestrator.step import (
     ControllerLike,
     LearnerLike,
@@ -53,6 +52,7 @@ from services.orchestrator.step import (
 from services.orchestrator.step_data import learner_batch
 from services.orchestrator.tasks import step_tasks
 from services.orchestrator.training_metrics import TrainingMetrics
+from services.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
 

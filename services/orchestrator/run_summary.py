@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.run_summary import PhaseTime, RunSummary
 from services.errors import InputError
-from services.orchestrator.pool_load import pool_load
+from services.operations.pool_load import pool_load
 
 PHASES = ("rollout", "teacher", "learner", "other")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from services.contracts.orchestrator import StepMetrics
 from services.errors import InputError
-from services.orchestrator.pool_load import POOLS, pool_busy_seconds
+from services.operations.pool_load import POOLS, pool_busy_seconds
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from services.contracts.learner import LearnerStepResult
 from services.contracts.orchestrator import StepMetrics
 from services.diagnostics.reliable_prefix import reliable_prefix_length, thirds
 from services.diagnostics.step_stats import StepStats
-from services.orchestrator.pool_load import POOLS, pool_load
+from services.operations.pool_load import POOLS, pool_load
 from services.settings.tree import DiagnosticsSettings
 
 

@@ -1,7 +1,7 @@
 """Chaos: a real training run during which every service is replaced once, and a rollout worker and the
 controller are SIGKILLed; once synchronous, once with rollouts overlapping the learner (staleness 1).
 
-Restarts go through ``services.orchestrator.run_client`` (what `turnopd restart` calls); one goes
+Restarts go through ``services.operations.run_client`` (what `turnopd restart` calls); one goes
 through the `turnopd restart` CLI in a subprocess and one `turnopd status --json` is read the same
 way. Afterwards every step 1..K is logged exactly once with nothing lost, each with the weights
 version the staleness allows, the controller's H_bar series equals an independent replay of the
@@ -28,10 +28,10 @@ from services.contracts.operations import ControllerHealth, RestartResult, RunSt
 from services.contracts.orchestrator import StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay
+from services.operations.run_client import submit_restart
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.run_client import submit_restart
-from services.orchestrator.run_dir import RESTARTS_FILE, RunDir
+from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -26,7 +26,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import StepMetrics
 from services.loopback import free_loopback_port
 from services.orchestrator.pipeline import train
-from services.orchestrator.run_dir import RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -1,7 +1,7 @@
 """`turnopd scale` on a live run: the rollout pool grown 1 -> 2 and shrunk back, the teacher grown
 1 -> 2 replicas, bad requests refused with what is wrong; training never loses or repeats a step.
 
-The scale requests go through ``services.orchestrator.run_client`` (what `turnopd scale` calls),
+The scale requests go through ``services.operations.run_client`` (what `turnopd scale` calls),
 and the CLI itself runs in a subprocess for the teacher and for the refusals.
 """
 
@@ -19,9 +19,9 @@ from rollout_fixtures import override_sections, short_run, smoke_config
 from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import RestartResult, RunStatus, WorkerHealth
 from services.contracts.orchestrator import StepMetrics
+from services.operations.run_client import run_status, submit_scale, wait_restart
 from services.orchestrator.pipeline import train
-from services.orchestrator.run_client import run_status, submit_scale, wait_restart
-from services.orchestrator.run_dir import RESTARTS_FILE, RunDir
+from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

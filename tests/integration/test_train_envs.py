@@ -11,7 +11,7 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.envs.webshop.vocabulary import CATEGORIES
 from services.orchestrator.pipeline import train
-from services.orchestrator.run_dir import RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -17,7 +17,7 @@ from services.controller.replay import replay
 from services.learner.checkpoint import latest_checkpoint
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.run_dir import RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -7,7 +7,7 @@ from comparison_logs import run_logs, write_run
 from services.contracts.experiments import ComparisonSummary
 from services.experiments.compare_dir import settings_json
 from services.experiments.compare_plan import run_settings
-from services.orchestrator.run_dir import SECRET_FIELDS
+from services.run_dir import SECRET_FIELDS
 
 TURNOPD = [0.0, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0]
 VANILLA = [0.25, 0.25, 0.5, 0.5, 0.5, 0.75, 0.75]

@@ -15,7 +15,7 @@ from services.experiments.compare_dir import (
     settings_json,
 )
 from services.experiments.compare_plan import parse_methods, plan_runs, run_settings
-from services.orchestrator.run_dir import SECRET_FIELDS
+from services.run_dir import SECRET_FIELDS
 
 
 def test_parse_methods_keeps_order_and_rejects_bad_names():

@@ -1,7 +1,7 @@
 import pytest
 
 from services.contracts.orchestrator import StepTimes
-from services.orchestrator.pool_load import pool_busy_seconds, pool_load
+from services.operations.pool_load import pool_busy_seconds, pool_load
 
 
 def times(total, rollout=None, teacher=None, learner=None, overlap=None):

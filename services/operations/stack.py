@@ -5,7 +5,7 @@ run directory; a non-loopback URL needs a password), the `controller` actor, the
 (``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on ``[env_gateway] port``, 0: any free
 port), the `teacher` Serve app, the rollout pool, the learner.
 
-The ``Stack`` is mutable: `turnopd restart` (``services.orchestrator.restarts``) swaps a service for
+The ``Stack`` is mutable: `turnopd restart` (``services.operations.restarts``) swaps a service for
 a new one in place and registers the new one's closer on the same ``ExitStack``; closers of
 replaced services are no-ops by then.
 """
@@ -22,11 +22,11 @@ from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
-from services.orchestrator.controller_client import ControllerClient
-from services.orchestrator.run_dir import RunDir
+from services.operations.controller_client import ControllerClient
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
+from services.run_dir import RunDir
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient

@@ -40,7 +40,7 @@ from services.controller.actor import start_controller
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError, TurnOPDError
 from services.learner.service import Learner
-from services.orchestrator.restart_settings import (
+from services.operations.restart_settings import (
     RESTART_ERRORS,
     config_hash,
     restart_settings,
@@ -48,7 +48,7 @@ from services.orchestrator.restart_settings import (
     start_or_restore,
     worker_index,
 )
-from services.orchestrator.stack import Stack, deploy_teacher
+from services.operations.stack import Stack, deploy_teacher
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
 from services.ray_session import wait_name_free

@@ -1,7 +1,7 @@
 """The driver's thread that takes restart requests from the `run-control` actor and carries them out.
 
 Every service but the learner is replaced on this thread, one request after the other, while the
-step loop goes on (``services.orchestrator.restarts`` says how each stays correct). Learner
+step loop goes on (``services.operations.restarts`` says how each stays correct). Learner
 requests wait for the next step boundary, where the step loop calls ``at_step_boundary`` (which
 also collects requests itself, so a learner restart never waits behind a slow restart of another
 service): the learner is stateful and is only swapped when no step is in flight.
@@ -16,10 +16,10 @@ from typing import Any
 import ray
 
 from services.contracts.operations import RestartRequest, RestartResult
-from services.orchestrator.live_status import LiveRun
-from services.orchestrator.restart_settings import service_kind
-from services.orchestrator.restarts import ServiceRestarts
-from services.orchestrator.run_dir import RESTARTS_FILE
+from services.operations.live_status import LiveRun
+from services.operations.restart_settings import service_kind
+from services.operations.restarts import ServiceRestarts
+from services.run_dir import RESTARTS_FILE
 
 log = logging.getLogger(__name__)
 

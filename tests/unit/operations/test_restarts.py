@@ -10,7 +10,7 @@ import pytest
 
 from services.contracts.operations import RestartRequest
 from services.errors import InputError
-from services.orchestrator.restarts import ResumeMismatchError, ServiceRestarts
+from services.operations.restarts import ResumeMismatchError, ServiceRestarts
 from services.settings import TurnOPDSettings
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from services.errors import InputError
-from services.orchestrator.restart_settings import (
+from services.operations.restart_settings import (
     config_hash,
     restart_settings,
     service_kind,

@@ -1,7 +1,7 @@
 """The driver's view of a live run, published to the `run-control` actor for `turnopd status`.
 
 The driver knows what it started, what it restarted and what the pool saw die; `turnopd status`
-adds its own pings on top (``services.orchestrator.service_probes``).
+adds its own pings on top (``services.operations.service_probes``).
 """
 
 import threading
@@ -13,9 +13,9 @@ import ray
 
 from services.contracts.operations import RunPhase, RunStatus, ServiceStatus
 from services.contracts.orchestrator import EvalRecord, StepMetrics
-from services.orchestrator.pool_load import pool_load
-from services.orchestrator.restarts import ServiceRestarts
-from services.orchestrator.stack import Stack
+from services.operations.pool_load import pool_load
+from services.operations.restarts import ServiceRestarts
+from services.operations.stack import Stack
 from services.rollout_worker.actor import worker_name
 from services.settings.teacher import TeacherSettings
 

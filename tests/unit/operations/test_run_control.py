@@ -4,7 +4,7 @@ import pytest
 
 from services.contracts.operations import RestartRequest, RestartResult
 from services.errors import ConflictError, NotFoundError
-from services.orchestrator.run_control import RunControl
+from services.operations.run_control import RunControl
 
 
 def request(rid: str, service: str = "teacher") -> RestartRequest:

@@ -22,7 +22,7 @@ from services.contracts.operations import (
     scale_service,
 )
 from services.errors import InputError, NotFoundError, TurnOPDError
-from services.orchestrator.run_control import find_run_control
+from services.operations.run_control import find_run_control
 from services.ray_names import NAMESPACE
 
 _POLL_S = 0.5
