@@ -6,100 +6,15 @@ adds its own pings on top (``services.operations.service_probes``).
 
 import threading
 import time
-from pathlib import PurePath
 from typing import Any
 
 import ray
 
-from services.contracts.operations import RunPhase, RunStatus, ServiceStatus
+from services.contracts.operations import RunPhase, RunStatus
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.operations.pool_load import pool_load
 from services.operations.restarts import ServiceRestarts
 from services.operations.stack import Stack
-from services.rollout_worker.actor import worker_name
-from services.settings.teacher import TeacherSettings
-
-
-def masked_url(url: str) -> str:
-    """A Redis URL without its password."""
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}"
-
-
-def _replicas(teacher: TeacherSettings) -> str:
-    if teacher.autoscaling:
-        return f"{teacher.min_replicas}-{teacher.max_replicas} replicas (autoscaling)"
-    return f"{teacher.replicas} replica(s)"
-
-
-def _services(stack: Stack, restarts: ServiceRestarts, step: int) -> list[ServiceStatus]:
-    pool = stack.pool
-    counts = restarts.counts
-    services = [
-        ServiceStatus(
-            name="controller",
-            health="ok",
-            restarts=counts["controller"],
-            version=f"config {restarts.version('controller')}",
-            detail="state in Redis",
-        )
-    ]
-    live = set(pool.live_workers)
-    for i in range(pool.size):
-        name = worker_name(i)
-        services.append(
-            ServiceStatus(
-                name=name,
-                health="ok" if name in live else "down",
-                restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
-                version=f"weights {pool.weights_version}, config {restarts.version(name)}",
-                detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
-            )
-        )
-    teacher = restarts.settings["teacher"].teacher
-    model = teacher.model or stack.settings.models.teacher
-    services.append(
-        ServiceStatus(
-            name="teacher",
-            health="ok",
-            restarts=counts["teacher"],
-            version=f"{PurePath(model).name}, config {restarts.version('teacher')}",
-            detail=f"Serve app 'teacher', {_replicas(teacher)}",
-        )
-    )
-    services.append(
-        ServiceStatus(
-            name="env-gateway",
-            health="ok",
-            restarts=counts["env-gateway"],
-            version=f"config {restarts.version('env-gateway')}",
-            address=stack.env_url,
-            detail="local process" if stack.gateway is not None else "external",
-        )
-    )
-    learner_alive = stack.learner.alive
-    services.append(
-        ServiceStatus(
-            name="learner",
-            health="ok" if learner_alive else "down",
-            restarts=counts["learner"],
-            version=f"step {step}, config {restarts.version('learner')}",
-            detail=f"Ray Train, {stack.learner.world} worker(s)",
-        )
-    )
-    services.append(
-        ServiceStatus(
-            name="redis",
-            health="ok",
-            restarts=counts["redis"],
-            version="append-only file" if stack.redis is not None else "external",
-            address=masked_url(stack.redis_url),
-            detail="embedded redis-server" if stack.redis is not None else "external",
-        )
-    )
-    return services
 
 
 class LiveRun:
@@ -148,7 +63,7 @@ class LiveRun:
                 pool_load=pool_load([last.times]) if last else None,
                 weights_lag=last.weights_lag if last else None,
                 last_eval=self.last_eval,
-                services=_services(self.stack, self.restarts, self.steps_done),
+                services=self.restarts.status(self.steps_done),
                 restarts=list(self.restarts.history),
                 updated_at=time.time(),
             )

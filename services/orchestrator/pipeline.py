@@ -318,9 +318,7 @@ def train(
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
                 learner=out.result,
             )
-            teacher = restarts.settings["teacher"].teacher
-            replicas = 0 if teacher.autoscaling else teacher.replicas
-            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers), replicas)
+            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers), restarts.teacher.replicas)
             live.step_done(out.metrics)
             on_step(out.metrics)
 
@@ -393,7 +391,7 @@ def train(
                 lambda step, cumulative_s: evals.put(evaluated(step, cumulative_s)),
                 lambda ref: ray.put(ray.get(ref)),
             )
-            restarts.keep_weights.append(lanes.own_weights)
+            restarts.learner.keep_weights.append(lanes.own_weights)
             lanes.run(lambda: stack.learner, cumulative, step_done)
             report_evals()
         live.set_phase("finished")

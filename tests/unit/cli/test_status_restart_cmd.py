@@ -5,7 +5,7 @@ from rich.console import Console
 from services.cli.status_view import status_renderable, summary_lines
 from services.contracts.operations import RestartResult, RunStatus, ServiceStatus
 from services.contracts.orchestrator import PoolLoad
-from services.operations.live_status import masked_url
+from services.operations.lifecycle import masked_url
 
 STATUS = RunStatus(
     run_id="r1",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from services.contracts.operations import RestartRequest
-from services.errors import InputError
+from services.errors import ConflictError, InputError
 from services.operations.restarts import ResumeMismatchError, ServiceRestarts
 from services.settings import TurnOPDSettings
 
@@ -48,7 +48,10 @@ def test_a_worker_restart_is_counted_and_reported():
     pool = FakePool()
     restarts = restarts_with(pool)
     result = restarts.run(RestartRequest(request_id="a", service="rollout-pool"), step=3)
-    assert result.ok and result.step == 3 and pool.replaced == [(0, None), (1, None)]
+    # no --config: each worker comes back with the settings it had
+    assert (
+        result.ok and result.step == 3 and pool.replaced == [(0, TurnOPDSettings()), (1, TurnOPDSettings())]
+    )
     assert result.message == (
         "rollout-worker-0 replaced at weights version 7; rollout-worker-1 replaced at weights version 7"
     )
@@ -94,6 +97,35 @@ def test_a_refused_scale_is_a_result_naming_why():
 
 def test_an_autoscaling_teacher_is_not_scaled_by_hand():
     restarts = restarts_with(FakePool())
-    restarts.settings["teacher"] = TurnOPDSettings.model_validate({"teacher": {"autoscaling": True}})
+    restarts.teacher.settings = TurnOPDSettings.model_validate({"teacher": {"autoscaling": True}})
     result = restarts.run(RestartRequest(request_id="u", service="teacher", replicas=2), step=1)
     assert not result.ok and "the teacher autoscales between 1 and" in result.message
+
+
+def test_status_lists_every_service_once_in_order_with_its_restarts():
+    pool = FakePool()
+    pool.live_workers = ["rollout-worker-0"]  # type: ignore[attr-defined]
+    pool.stats = SimpleNamespace(replacements_by_worker=[0, 0], crashes_by_worker=[0, 2])  # type: ignore[attr-defined]
+    restarts = restarts_with(pool)
+    restarts.stack.learner = SimpleNamespace(alive=True, world=1)
+    restarts.stack.redis_url = "redis://:pw@10.0.0.5:6379/0"
+    restarts.run(RestartRequest(request_id="c", service="rollout-worker-0"), step=2)
+    rows = {row.name: row for row in restarts.status(step=2)}
+    assert list(rows) == [
+        "controller",
+        "rollout-worker-0",
+        "rollout-worker-1",
+        "teacher",
+        "env-gateway",
+        "learner",
+        "redis",
+    ]
+    assert (rows["rollout-worker-1"].health, rows["rollout-worker-1"].restarts) == ("down", 2)  # crashes seen
+    assert restarts.counts["rollout-worker-0"] == 1  # the operator's restart, counted by name
+    assert rows["redis"].address == "redis://***@10.0.0.5:6379/0" and rows["redis"].version == "external"
+    assert rows["env-gateway"].detail == "external" and rows["learner"].version.startswith("step 2, config ")
+
+
+def test_only_pools_scale():
+    with pytest.raises(ConflictError, match="controller has no replicas to scale"):
+        restarts_with(FakePool()).services["controller"].scale(2)
