@@ -1,7 +1,8 @@
 """The services of a live run behind one lifecycle interface: replace (a fresh process, optionally
-with new settings), scale, health (their rows of `turnopd status`), stop.
+with new settings), scale, and health (their rows of `turnopd status`).
 
-The stack starts them (``services.operations.stack.start_stack``); each ``ManagedService`` here
+The stack starts them and stops them at the run's end, in order, on one ``ExitStack``
+(``services.operations.stack.start_stack``); each ``ManagedService`` here
 then owns what operating it needs: the settings it runs with now, how to replace it so that
 training never stops, skips or repeats an optimizer step (``services.operations.restarts`` states
 the rule for each), and how to report it. ``ServiceRestarts`` dispatches `turnopd restart` and
@@ -17,7 +18,6 @@ from pathlib import Path, PurePath
 from typing import ClassVar
 
 import ray
-from ray import serve
 
 from services.cluster_capacity import check_free_resources
 from services.contracts.operations import ServiceStatus
@@ -95,10 +95,6 @@ class ManagedService(ABC):
     def status(self, step: int) -> list[ServiceStatus]:
         """Its rows of `turnopd status` (the driver's view; the CLI adds its own pings)."""
 
-    @abstractmethod
-    def stop(self) -> None:
-        """Stop it for good (the run's end; closing twice is harmless)."""
-
 
 class RolloutPoolService(ManagedService):
     kind = "rollout-worker"
@@ -138,9 +134,6 @@ class RolloutPoolService(ManagedService):
                 )
             )
         return rows
-
-    def stop(self) -> None:
-        self.stack.pool.close()
 
 
 class TeacherService(ManagedService):
@@ -192,9 +185,6 @@ class TeacherService(ManagedService):
             )
         ]
 
-    def stop(self) -> None:
-        serve.delete(TEACHER_APP)
-
 
 class EnvGatewayService(ManagedService):
     kind = "env-gateway"
@@ -234,10 +224,6 @@ class EnvGatewayService(ManagedService):
             )
         ]
 
-    def stop(self) -> None:
-        if self.stack.gateway is not None:
-            self.stack.gateway.stop()
-
 
 class ControllerService(ManagedService):
     kind = "controller"
@@ -267,9 +253,6 @@ class ControllerService(ManagedService):
                 detail="state in Redis",
             )
         ]
-
-    def stop(self) -> None:
-        self.stack.controller.kill()
 
 
 class LearnerService(ManagedService):
@@ -314,9 +297,6 @@ class LearnerService(ManagedService):
             )
         ]
 
-    def stop(self) -> None:
-        self.stack.learner.close()
-
 
 class RedisService(ManagedService):
     kind = "redis"
@@ -344,7 +324,3 @@ class RedisService(ManagedService):
                 detail="embedded redis-server" if stack.redis is not None else "external",
             )
         ]
-
-    def stop(self) -> None:
-        if self.stack.redis is not None:
-            self.stack.redis.stop()
