@@ -9,7 +9,6 @@ the rule for each), and how to report it. ``ServiceRestarts`` dispatches `turnop
 `turnopd scale` to them; ``LiveRun`` asks them for `turnopd status`.
 """
 
-import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
@@ -34,8 +33,6 @@ from services.settings import load_settings
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.placement import replica_resources
-
-log = logging.getLogger(__name__)
 
 
 class ResumeMismatchError(RuntimeError):

@@ -20,9 +20,9 @@ weights replay the same trajectories.
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ParamSpec, Protocol
 
 import httpx
 from pydantic import ValidationError
@@ -47,6 +47,7 @@ from services.rollout_worker.episode_text import (
 from services.rollout_worker.seeds import turn_seed
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 
 # Gateway errors that lose one episode (the others play on); anything else is a bug and propagates.
 _EPISODE_ERRORS = (TurnOPDError, httpx.HTTPError)
@@ -105,41 +106,6 @@ class _Episode:
             truncated=self.truncated,
             weights_version=weights_version,
         )
-
-
-async def play_episodes(
-    engine: GenerationEngine,
-    chat: ChatFormat,
-    env: EpisodeClient,
-    tasks: Sequence[EpisodeTask],
-    h_roll: int,
-    temperature: float,
-    max_new_tokens: int,
-    seed: int,
-    *,
-    worker: str = "local",
-    task_reminder: bool = False,
-) -> tuple[list[Trajectory], list[EpisodeFailure]]:
-    """Play ``tasks`` together; trajectories in task order, and the episodes that failed.
-
-    ``task_reminder``: end every observation with the task restated (``[rollout] task_reminder``).
-    """
-    outcomes = await play_episode_outcomes(
-        engine,
-        chat,
-        env,
-        tasks,
-        h_roll,
-        temperature,
-        max_new_tokens,
-        seed,
-        worker=worker,
-        task_reminder=task_reminder,
-    )
-    return (
-        [o for o in outcomes if isinstance(o, Trajectory)],
-        [o for o in outcomes if isinstance(o, EpisodeFailure)],
-    )
 
 
 async def play_episode_outcomes(
@@ -284,3 +250,21 @@ async def _close(env: EpisodeClient, episodes: Sequence[_Episode]) -> None:
             log.warning("could not delete episode %s: %s", episode.start.episode_id, exc)
 
     await asyncio.gather(*(close(e) for e in episodes))
+
+
+def _split_outcomes(
+    play: Callable[P, Awaitable[list[EpisodeOutcome]]],
+) -> Callable[P, Awaitable[tuple[list[Trajectory], list[EpisodeFailure]]]]:
+    async def split(*args: P.args, **kwargs: P.kwargs) -> tuple[list[Trajectory], list[EpisodeFailure]]:
+        outcomes = await play(*args, **kwargs)
+        return (
+            [o for o in outcomes if isinstance(o, Trajectory)],
+            [o for o in outcomes if isinstance(o, EpisodeFailure)],
+        )
+
+    return split
+
+
+play_episodes = _split_outcomes(play_episode_outcomes)
+"""``play_episode_outcomes``, its outcomes split: the trajectories in task order, and the episodes
+that failed."""

@@ -12,8 +12,9 @@ Pure module: no torch.
 
 import difflib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Concatenate, ParamSpec
 
 from services.agent.chat_format import ChatFormat
 from services.contracts.expert_data import ExpertEpisode
@@ -26,6 +27,8 @@ from services.rollout_worker.episode_text import (
     task_reminder,
 )
 from services.teacher_training.expert_thoughts import FalseBelief, expert_thoughts, false_beliefs, goal_drifts
+
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -196,33 +199,16 @@ def render_episode(
     return RenderedEpisode(conversation.token_ids[:kept_length], spans[:kept_spans], kept_mistakes, kept_new)
 
 
-def render_episodes(
-    chat: ChatFormat,
-    episodes: Sequence[ExpertEpisode],
-    max_tokens: int | None = None,
-    think: bool = True,
-    reject_rate: float = 0.0,
-    seed: int = 0,
-    *,
-    protocol: EnvProtocol = HOUSEHOLD_PROTOCOL,
-    false_belief_rate: float = 0.0,
-    goal_drift_rate: float = 0.0,
-    remind_task: bool = False,
-    novel: bool = False,
-) -> list[RenderedEpisode]:
-    return [
-        render_episode(
-            chat,
-            episode,
-            max_tokens,
-            think,
-            reject_rate,
-            seed,
-            protocol=protocol,
-            false_belief_rate=false_belief_rate,
-            goal_drift_rate=goal_drift_rate,
-            remind_task=remind_task,
-            novel=novel,
-        )
-        for episode in episodes
-    ]
+def _for_each_episode(
+    render: Callable[Concatenate[ChatFormat, ExpertEpisode, P], RenderedEpisode],
+) -> Callable[Concatenate[ChatFormat, Sequence[ExpertEpisode], P], list[RenderedEpisode]]:
+    def each(
+        chat: ChatFormat, episodes: Sequence[ExpertEpisode], *args: P.args, **kwargs: P.kwargs
+    ) -> list[RenderedEpisode]:
+        return [render(chat, episode, *args, **kwargs) for episode in episodes]
+
+    return each
+
+
+render_episodes = _for_each_episode(render_episode)
+"""``render_episode`` of every episode, with the same options."""
