@@ -93,7 +93,7 @@ class ManagedService(ABC):
         """Its rows of `turnopd status` (the driver's view; the CLI adds its own pings)."""
 
 
-class RolloutPoolService(ManagedService):
+class RolloutPoolOps(ManagedService):
     kind = "rollout-worker"
 
     def replace(self, change: Change, step: int) -> str:
@@ -133,7 +133,7 @@ class RolloutPoolService(ManagedService):
         return rows
 
 
-class TeacherService(ManagedService):
+class TeacherOps(ManagedService):
     kind = "teacher"
 
     @property
@@ -183,7 +183,7 @@ class TeacherService(ManagedService):
         ]
 
 
-class EnvGatewayService(ManagedService):
+class EnvGatewayOps(ManagedService):
     kind = "env-gateway"
 
     def replace(self, change: Change, step: int) -> str:
@@ -222,7 +222,7 @@ class EnvGatewayService(ManagedService):
         ]
 
 
-class ControllerService(ManagedService):
+class ControllerOps(ManagedService):
     kind = "controller"
 
     def replace(self, change: Change, step: int) -> str:
@@ -252,7 +252,7 @@ class ControllerService(ManagedService):
         ]
 
 
-class LearnerService(ManagedService):
+class LearnerOps(ManagedService):
     kind = "learner"
 
     def __init__(self, stack: Stack, counts: Counter[str]) -> None:
@@ -295,7 +295,7 @@ class LearnerService(ManagedService):
         ]
 
 
-class RedisService(ManagedService):
+class RedisOps(ManagedService):
     kind = "redis"
 
     def replace(self, change: Change, step: int) -> str:

@@ -34,14 +34,14 @@ from pathlib import Path
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
 from services.operations.lifecycle import (
     Change,
-    ControllerService,
-    EnvGatewayService,
-    LearnerService,
+    ControllerOps,
+    EnvGatewayOps,
+    LearnerOps,
     ManagedService,
-    RedisService,
+    RedisOps,
     ResumeMismatchError,
-    RolloutPoolService,
-    TeacherService,
+    RolloutPoolOps,
+    TeacherOps,
 )
 from services.operations.restart_settings import RESTART_ERRORS, restart_settings, service_kind, worker_index
 from services.operations.stack import Stack
@@ -59,19 +59,19 @@ class ServiceRestarts:
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
         self.counts: Counter[str] = Counter()
-        self.pool = RolloutPoolService(stack, self.counts)
-        self.teacher = TeacherService(stack, self.counts)
-        self.learner = LearnerService(stack, self.counts)
+        self.pool = RolloutPoolOps(stack, self.counts)
+        self.teacher = TeacherOps(stack, self.counts)
+        self.learner = LearnerOps(stack, self.counts)
         # In the order `turnopd status` lists them.
         self.services: dict[str, ManagedService] = {
             s.kind: s
             for s in (
-                ControllerService(stack, self.counts),
+                ControllerOps(stack, self.counts),
                 self.pool,
                 self.teacher,
-                EnvGatewayService(stack, self.counts),
+                EnvGatewayOps(stack, self.counts),
                 self.learner,
-                RedisService(stack, self.counts),
+                RedisOps(stack, self.counts),
             )
         }
         self.history: list[RestartResult] = []
