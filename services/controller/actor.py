@@ -22,23 +22,23 @@ from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
 from services.ray_session import on_driver_node
 from services.service_auth import check_redis_url
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import ControllerServiceSettings, TurnOPDSettings
 
 
 class ControllerService:
     """Plain-Python controller service (the actor body), testable without Ray."""
 
-    def __init__(self, settings: TurnOPDSettings, run_id: str, store: StateStore) -> None:
+    def __init__(self, settings: ControllerServiceSettings, run_id: str, store: StateStore) -> None:
         self.settings = settings
         self.store = store
         loaded = store.load()
         if loaded is None:
-            loaded = schedule.initial_controller_state(run_id, settings.run.method, settings)
+            loaded = schedule.initial_controller_state(run_id, settings.method, settings)
             store.save(loaded, None, None)
-        elif (loaded.method, loaded.total_steps) != (settings.run.method, settings.optim.steps):
+        elif (loaded.method, loaded.total_steps) != (settings.method, settings.steps):
             raise ConflictError(
                 f"run {run_id} was started as method={loaded.method} steps={loaded.total_steps}, "
-                f"not method={settings.run.method} steps={settings.optim.steps}"
+                f"not method={settings.method} steps={settings.steps}"
             )
         self.state = loaded
 
@@ -105,7 +105,7 @@ class ControllerService:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=3)
 class ControllerActor:
-    def __init__(self, settings: TurnOPDSettings, run_id: str, redis_url: str) -> None:
+    def __init__(self, settings: ControllerServiceSettings, run_id: str, redis_url: str) -> None:
         self._service = ControllerService(settings, run_id, open_store("redis", redis_url, run_id))
 
     def plan(self, step: int, lag: int = 0) -> StepPlan:
@@ -141,7 +141,7 @@ def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> 
     check_redis_url(redis_url, settings.security.allow_unauthenticated_redis)
     handle = ControllerActor.options(  # type: ignore[attr-defined]
         name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, **on_driver_node()
-    ).remote(settings, run_id, redis_url)
+    ).remote(settings.for_controller(), run_id, redis_url)
     ray.get(handle.ready.remote())
     return handle
 

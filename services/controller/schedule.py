@@ -19,19 +19,21 @@ from services.controller import depth
 from services.controller.blend import blend_alpha
 from services.controller.methods import curriculum_depth, switches
 from services.errors import ConflictError, InputError
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import ControllerServiceSettings
 
 
-def initial_controller_state(run_id: str, method: Method, settings: TurnOPDSettings) -> ControllerState:
+def initial_controller_state(
+    run_id: str, method: Method, settings: ControllerServiceSettings
+) -> ControllerState:
     return ControllerState(
         run_id=run_id,
         method=method,
-        total_steps=settings.optim.steps,
+        total_steps=settings.steps,
         depth=depth.initial_state(settings.depth),
     )
 
 
-def step_alpha(state: ControllerState, k: int, settings: TurnOPDSettings) -> float:
+def step_alpha(state: ControllerState, k: int, settings: ControllerServiceSettings) -> float:
     """The loss-blend alpha of step k under the state's method."""
     match switches(state.method).alpha:
         case "zero":
@@ -70,7 +72,7 @@ def _check_basis(state: ControllerState, k: int, lag: int) -> None:
         )
 
 
-def plan(state: ControllerState, k: int, settings: TurnOPDSettings, lag: int = 0) -> StepPlan:
+def plan(state: ControllerState, k: int, settings: ControllerServiceSettings, lag: int = 0) -> StepPlan:
     """What to run at step k: probe flag, rollout depth, blend alpha, weights version to roll out with.
 
     ``state`` is the state after step max(k-1-lag, 0): after step k-1 for the synchronous step. The
@@ -84,9 +86,9 @@ def plan(state: ControllerState, k: int, settings: TurnOPDSettings, lag: int = 0
         case "adaptive":
             h_roll = cfg.max if probe else h_hat
         case "full":
-            h_roll = settings.rollout.max_turns
+            h_roll = settings.max_turns
         case "curriculum":
-            h_roll = curriculum_depth(k, state.total_steps, cfg.min, settings.rollout.max_turns)
+            h_roll = curriculum_depth(k, state.total_steps, cfg.min, settings.max_turns)
         case other:
             raise ValueError(f"unknown depth mode {other!r}")
     return StepPlan(
@@ -103,7 +105,7 @@ def complete(
     state: ControllerState,
     k: int,
     stats: ProbeStats | None,
-    settings: TurnOPDSettings,
+    settings: ControllerServiceSettings,
     basis: DepthState | None = None,
 ) -> tuple[ControllerState, StepDecision]:
     """Fold step k into the state; ``stats`` (the uncensored probe batch) is required on probe steps.
@@ -146,7 +148,10 @@ def complete(
 
 
 def state_at(
-    current: ControllerState, decisions: Sequence[StepDecision], step: int, settings: TurnOPDSettings
+    current: ControllerState,
+    decisions: Sequence[StepDecision],
+    step: int,
+    settings: ControllerServiceSettings,
 ) -> ControllerState:
     """The state right after ``step``, rebuilt from the recorded decisions of steps 1..step."""
     if step == 0:
@@ -168,7 +173,7 @@ def basis_state(
     decisions: Sequence[StepDecision],
     k: int,
     lag: int,
-    settings: TurnOPDSettings,
+    settings: ControllerServiceSettings,
 ) -> ControllerState:
     """The state step k is planned from under staleness ``lag``: the state after step max(k-1-lag, 0).
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.contracts.method import Method
 from services.settings.cluster import ClusterSettings
@@ -157,6 +157,20 @@ class DiagnosticsSettings(Section):
     )
 
 
+class ControllerServiceSettings(BaseModel):
+    """All the controller service is given (``TurnOPDSettings.for_controller``): the method, the run
+    length, H_max, Algorithm 1's ``[depth]`` and the ``[blend]`` schedule. Every field defines the
+    run, so a controller restart keeps them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Method
+    steps: int = Field(ge=1)
+    max_turns: int = Field(ge=1)
+    depth: DepthSettings
+    blend: BlendSettings
+
+
 class TurnOPDSettings(TomlSettings):
     """Root of a run's settings: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
 
@@ -179,6 +193,16 @@ class TurnOPDSettings(TomlSettings):
     rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     retrieval_server: RetrievalServerSettings = Field(default_factory=RetrievalServerSettings)
+
+    def for_controller(self) -> ControllerServiceSettings:
+        """The controller service's own settings, composed from the run's."""
+        return ControllerServiceSettings(
+            method=self.run.method,
+            steps=self.optim.steps,
+            max_turns=self.rollout.max_turns,
+            depth=self.depth,
+            blend=self.blend,
+        )
 
     @model_validator(mode="before")
     @classmethod

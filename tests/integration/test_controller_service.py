@@ -28,7 +28,7 @@ def redis_server(tmp_path):
     server.stop()
 
 
-def small_settings(steps=12):
+def small_run_settings(steps=12):
     s = TurnOPDSettings()
     s.optim.steps = steps
     s.depth.max = 12
@@ -37,6 +37,11 @@ def small_settings(steps=12):
     s.depth.warmup_steps = 2
     s.depth.min_cov_traj = 2
     return s
+
+
+def small_settings(steps=12):
+    """The controller's own settings, composed from the run's as the stack does."""
+    return small_run_settings(steps).for_controller()
 
 
 def stats_for(k):
@@ -108,8 +113,9 @@ def test_run_identity_is_checked(redis_server):
 
 
 def test_killed_controller_actor_resumes_from_redis(ray_session, redis_server):
-    settings = small_settings()
-    actor = start_controller(settings, "run-d", redis_server.url)
+    run_settings = small_run_settings()
+    settings = run_settings.for_controller()
+    actor = start_controller(run_settings, "run-d", redis_server.url)
     try:
         drive(lambda k: ray.get(actor.plan.remote(k)), lambda k, s: ray.get(actor.ingest.remote(k, s)), 1, 6)
         h_bar = ray.get(actor.snapshot.remote()).depth.h_bar

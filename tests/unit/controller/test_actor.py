@@ -8,13 +8,14 @@ from services.controller.actor import ControllerService
 from services.controller.replay import replay
 from services.errors import ConflictError
 from services.settings import TurnOPDSettings
+from services.settings.tree import ControllerServiceSettings
 
 
-def settings() -> TurnOPDSettings:
+def settings() -> ControllerServiceSettings:
     s = TurnOPDSettings()
     s.optim.steps = 8
     s.depth.max, s.depth.min, s.depth.probe_interval, s.depth.warmup_steps = 16, 2, 2, 2
-    return s
+    return s.for_controller()
 
 
 def stats(k: int) -> ProbeStats:

@@ -10,8 +10,10 @@ from services.errors import ConflictError, InputError
 from services.settings import TurnOPDSettings
 
 
-def make_settings(method="turnopd", steps=10, **depth):
+def make_settings(method="turnopd", steps=10, turn_norm_blend=True, **depth):
+    """The controller's own settings, composed from a run's as the stack does."""
     s = TurnOPDSettings()
+    s.blend.turn_norm_blend = turn_norm_blend
     s.run.method = method
     s.optim.steps = steps
     s.rollout.max_turns = 20
@@ -19,7 +21,7 @@ def make_settings(method="turnopd", steps=10, **depth):
     s.depth.min = depth.pop("min", 2)
     for key, value in depth.items():
         setattr(s.depth, key, value)
-    return s
+    return s.for_controller()
 
 
 def stats_for(k):
@@ -27,7 +29,7 @@ def stats_for(k):
 
 
 def run(settings, steps):
-    state = schedule.initial_controller_state("r", settings.run.method, settings)
+    state = schedule.initial_controller_state("r", settings.method, settings)
     plans, decisions = [], []
     for k in range(1, steps + 1):
         p = schedule.plan(state, k, settings)
@@ -79,8 +81,7 @@ def test_tcod_curriculum_grows_front_to_back():
 
 
 def test_blend_switch_off_means_alpha_zero():
-    settings = make_settings(steps=4)
-    settings.blend.turn_norm_blend = False
+    settings = make_settings(steps=4, turn_norm_blend=False)
     _, plans, _ = run(settings, 4)
     assert [p.alpha for p in plans] == [0.0] * 4
 

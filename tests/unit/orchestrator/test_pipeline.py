@@ -80,7 +80,7 @@ class LaneLearner(FakeLearner):
 
 
 def lanes_over(s, pool, start=0, controller=None, evals=None):
-    controller = controller or ControllerService(s, "r", MemoryStore())
+    controller = controller or ControllerService(s.for_controller(), "r", MemoryStore())
 
     def evaluate(step, cumulative_s):
         evals.append((step, pool.weights_version, cumulative_s))
@@ -156,7 +156,7 @@ def test_staleness_2_lets_the_rollouts_run_two_versions_ahead():
 
 def test_a_resumed_run_plays_the_first_steps_with_the_checkpoints_weights():
     s = settings(steps=6)
-    controller = ControllerService(s, "r", MemoryStore())
+    controller = ControllerService(s.for_controller(), "r", MemoryStore())
     for k in (1, 2, 3):  # steps 1..3 done before the run stopped; the checkpoint holds weights 3
         stats = ProbeStats(step=k, kl_per_turn=[0.5, 0.25], survivors=[3, 1], success_turns=[1])
         controller.ingest(k, stats if controller.plan(k, lag=1).probe else None, lag=1)
