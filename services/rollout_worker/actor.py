@@ -31,7 +31,7 @@ from services.rollout_worker.agent_loop import play_episode_outcomes
 from services.rollout_worker.engines import GenerationEngine, engine_from_settings
 from services.rollout_worker.seeds import tasks_seed
 from services.rollout_worker.weights_version import check_weights_version
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import RolloutWorkerServiceSettings, TurnOPDSettings
 
 if TYPE_CHECKING:
     import torch
@@ -51,7 +51,7 @@ class RolloutWorkerService:
 
     def __init__(
         self,
-        settings: TurnOPDSettings,
+        settings: RolloutWorkerServiceSettings,
         index: int,
         env_gateway_url: str,
         model: str | None = None,
@@ -63,7 +63,7 @@ class RolloutWorkerService:
         self.name = worker_name(index)
         self.env_gateway_url = env_gateway_url
         reference = model or settings.models.student
-        self.engine = engine or engine_from_settings(settings.models, reference, seed=settings.run.seed)
+        self.engine = engine or engine_from_settings(settings.models, reference, seed=settings.seed)
         self.chat = ChatFormat(load_tokenizer(reference, settings.models.cache_dir))
         self.playing = False
 
@@ -94,7 +94,7 @@ class RolloutWorkerService:
         self, request: RolloutRequest, seed: int, max_new_tokens: int
     ) -> list[Trajectory | EpisodeFailure]:
         timeout = self.settings.rollout_worker.env_timeout_s
-        token = self.settings.security.resolved_service_token()
+        token = self.settings.service_token.get_secret_value() if self.settings.service_token else None
         url = request.env_gateway_url or self.env_gateway_url
         async with EnvGatewayClient(url, timeout_s=timeout, token=token) as env:
             return await play_episode_outcomes(
@@ -107,7 +107,7 @@ class RolloutWorkerService:
                 max_new_tokens,
                 seed,
                 worker=self.name,
-                task_reminder=self.settings.rollout.task_reminder,
+                task_reminder=self.settings.task_reminder,
             )
 
     def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:
@@ -131,7 +131,11 @@ class RolloutWorker:
     """Ray shell of ``RolloutWorkerService``; the pool creates it with ``worker_options``."""
 
     def __init__(
-        self, settings: TurnOPDSettings, index: int, env_gateway_url: str, model: str | None = None
+        self,
+        settings: RolloutWorkerServiceSettings,
+        index: int,
+        env_gateway_url: str,
+        model: str | None = None,
     ) -> None:
         import torch
         from transformers.utils import logging as hf_logging

@@ -75,8 +75,11 @@ class RolloutPool:
         self._retiring: set[int] = set()  # workers a shrink takes no more chunks from
         self._membership = threading.Lock()  # a resize, or a publish (which must see every worker)
         self._worker_settings = [settings] * settings.cluster.rollout_workers
+        actor: Any = RolloutWorker
         self._workers = [
-            RolloutWorker.options(**worker_options(settings, i)).remote(settings, i, env_gateway_url, model)  # type: ignore[attr-defined]
+            actor.options(**worker_options(settings, i)).remote(
+                settings.for_rollout_worker(), i, env_gateway_url, model
+            )
             for i in range(settings.cluster.rollout_workers)
         ]
         timeout = settings.rollout_worker.ready_timeout_s
@@ -305,7 +308,7 @@ class RolloutPool:
             if not wait_name_free(worker_name(index), NAMESPACE, 60.0):
                 raise TurnOPDError(f"{worker_name(index)} was killed but its name is still taken after 60 s")
             fresh = RolloutWorker.options(**worker_options(settings, index)).remote(  # type: ignore[attr-defined]
-                settings, index, self._env_url, self.model
+                settings.for_rollout_worker(), index, self._env_url, self.model
             )
             timeout = settings.rollout_worker.restart_timeout_s
             incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
@@ -351,7 +354,9 @@ class RolloutPool:
         )
         actor: Any = RolloutWorker
         fresh = [
-            actor.options(**worker_options(settings, i)).remote(settings, i, self._env_url, self.model)
+            actor.options(**worker_options(settings, i)).remote(
+                settings.for_rollout_worker(), i, self._env_url, self.model
+            )
             for i in range(before, size)
         ]
         timeout = settings.rollout_worker.ready_timeout_s

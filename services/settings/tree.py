@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from services.contracts.method import Method
 from services.settings.cluster import ClusterSettings
@@ -171,6 +171,20 @@ class ControllerServiceSettings(BaseModel):
     blend: BlendSettings
 
 
+class RolloutWorkerServiceSettings(BaseModel):
+    """All a rollout worker is given (``TurnOPDSettings.for_rollout_worker``): ``[models]`` (engine,
+    zoo, response length), the run's seed, ``[rollout_worker]``, the observation format, and the
+    service token for the env gateway, resolved once by the driver."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: ModelsSettings
+    seed: int
+    rollout_worker: RolloutWorkerSettings
+    task_reminder: bool
+    service_token: SecretStr | None = None
+
+
 class TurnOPDSettings(TomlSettings):
     """Root of a run's settings: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
 
@@ -202,6 +216,17 @@ class TurnOPDSettings(TomlSettings):
             max_turns=self.rollout.max_turns,
             depth=self.depth,
             blend=self.blend,
+        )
+
+    def for_rollout_worker(self) -> RolloutWorkerServiceSettings:
+        """A rollout worker's own settings, composed from the run's."""
+        token = self.security.resolved_service_token()
+        return RolloutWorkerServiceSettings(
+            models=self.models,
+            seed=self.run.seed,
+            rollout_worker=self.rollout_worker,
+            task_reminder=self.rollout.task_reminder,
+            service_token=SecretStr(token) if token is not None else None,
         )
 
     @model_validator(mode="before")

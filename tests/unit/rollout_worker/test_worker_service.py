@@ -19,7 +19,7 @@ REQUEST = RolloutRequest(
 
 def test_worker_refuses_other_versions_and_loads_published_weights(zoo_cache: Path):
     settings = load_settings(None, {"models": {"cache_dir": zoo_cache}})
-    service = RolloutWorkerService(settings, 3, "http://127.0.0.1:9", model="student")
+    service = RolloutWorkerService(settings.for_rollout_worker(), 3, "http://127.0.0.1:9", model="student")
     assert service.name == "rollout-worker-3" and service.weights_version() == 0
     with pytest.raises(
         StaleWeightsError, match="rollout-worker-3 holds weights version 0 but the request is for"
