@@ -101,7 +101,7 @@ class Learner:
         trainer = TorchTrainer(
             train_loop,
             train_loop_config={
-                "settings": settings,
+                "settings": settings.for_learner(),
                 "run_dir": str(run_dir.resolve()),  # workers run in their own cwd
                 "model_dir": str(model_dir.resolve()),
                 "inboxes": self.inboxes,

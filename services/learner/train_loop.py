@@ -45,7 +45,7 @@ from services.learner.objective import (
     turn_stats,
 )
 from services.models.loading import load_causal_lm
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import LearnerServiceSettings
 
 FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
@@ -60,14 +60,14 @@ def _device(use_gpu: bool) -> torch.device:
 
 def train_loop(config: dict[str, Any]) -> None:
     """Entry point of each Ray Train worker; ``config`` holds settings, paths and the queues."""
-    settings: TurnOPDSettings = config["settings"]
+    settings: LearnerServiceSettings = config["settings"]
     run_dir = Path(config["run_dir"])
     base_model = Path(config["model_dir"])
     inbox = config["inboxes"][dist.get_rank()]
     outbox = config["outbox"]
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = _device(settings.cluster.learner_gpus_per_worker > 0)
-    torch.manual_seed(settings.run.seed)
+    device = _device(settings.on_gpu)
+    torch.manual_seed(settings.seed)
 
     resume = latest_checkpoint(run_dir)
     # float32 master weights whatever the compute dtype; bfloat16 compute is FSDP2's mixed precision
@@ -114,7 +114,7 @@ def _step(
     model: torch.nn.Module,
     optim: torch.optim.Optimizer,
     shard: LearnerShard,
-    settings: TurnOPDSettings,
+    settings: LearnerServiceSettings,
     device: torch.device,
     world: int,
 ) -> tuple[LearnerRankResult, dict[str, torch.Tensor] | None]:
@@ -205,7 +205,7 @@ def _checkpoint(
     model: torch.nn.Module,
     optim: torch.optim.Optimizer,
     step: int,
-    settings: TurnOPDSettings,
+    settings: LearnerServiceSettings,
     run_dir: Path,
     base_model: Path,
     weights: dict[str, torch.Tensor] | None,
@@ -218,7 +218,7 @@ def _checkpoint(
             model,
             weights,
             optim_state,
-            settings.run.run_id or "run",
+            settings.run_id or "run",
             base_model,
             settings.learner.keep_checkpoints,
         )

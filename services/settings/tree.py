@@ -185,6 +185,21 @@ class RolloutWorkerServiceSettings(BaseModel):
     service_token: SecretStr | None = None
 
 
+class LearnerServiceSettings(BaseModel):
+    """All a learner rank is given (``TurnOPDSettings.for_learner``): the loss (``[distill]``), the
+    optimizer and run length (``[optim]``), ``[learner]``, the run's seed and id, and whether its
+    rank has a GPU."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    distill: DistillSettings
+    optim: OptimSettings
+    learner: LearnerSettings
+    seed: int
+    run_id: str | None
+    on_gpu: bool
+
+
 class TurnOPDSettings(TomlSettings):
     """Root of a run's settings: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
 
@@ -227,6 +242,17 @@ class TurnOPDSettings(TomlSettings):
             rollout_worker=self.rollout_worker,
             task_reminder=self.rollout.task_reminder,
             service_token=SecretStr(token) if token is not None else None,
+        )
+
+    def for_learner(self) -> LearnerServiceSettings:
+        """A learner rank's own settings, composed from the run's."""
+        return LearnerServiceSettings(
+            distill=self.distill,
+            optim=self.optim,
+            learner=self.learner,
+            seed=self.run.seed,
+            run_id=self.run.run_id,
+            on_gpu=self.cluster.learner_gpus_per_worker > 0,
         )
 
     @model_validator(mode="before")

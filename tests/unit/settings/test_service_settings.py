@@ -33,3 +33,18 @@ def test_a_rollout_worker_gets_its_sections_and_the_token_the_driver_resolved(mo
         load_settings(None, {"security": {"service_token": "set"}}).for_rollout_worker().service_token
     )
     assert configured is not None and configured.get_secret_value() == "set"
+
+
+def test_a_learner_rank_gets_the_loss_the_optimizer_its_section_and_where_it_runs():
+    run = load_settings(
+        None,
+        {
+            "run": {"seed": 3, "run_id": "r1"},
+            "distill": {"clip_ratio": [0.8, 5.0]},
+            "cluster": {"learner_gpus_per_worker": 1},
+        },
+    )
+    own = run.for_learner()
+    assert (own.seed, own.run_id, own.on_gpu) == (3, "r1", True)
+    assert own.distill.clip_ratio == (0.8, 5.0) and own.optim == run.optim and own.learner == run.learner
+    assert load_settings(None).for_learner().on_gpu is False
