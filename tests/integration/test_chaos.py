@@ -20,17 +20,14 @@ from typing import Any
 
 import pytest
 import ray
+from controller_replay import assert_decisions_equal_replay
 from rollout_fixtures import override_sections, short_run, smoke_config
 
-from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import ControllerHealth, RestartResult, RunStatus, WorkerHealth
 from services.contracts.orchestrator import StepMetrics
-from services.contracts.records import TurnStatsRecord
-from services.controller.replay import replay
 from services.operations.run_client import submit_restart
 from services.orchestrator.pipeline import train
-from services.orchestrator.probe_stats import probe_stats
 from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
@@ -141,14 +138,8 @@ def check_chaos_run(
     assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
 
     # the controller's H_bar series is continuous and equals a replay of the run's own probes
-    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
+    decisions = assert_decisions_equal_replay(run.root, steps, settings.depth, lag)
     assert [d.step for d in decisions] == list(range(1, steps + 1))
-    turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
-    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
-    replayed = list(replay(probes, steps, settings.depth, lag))
-    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov, d.planned_from) for d in decisions] == [
-        (d.h_bar, d.h_hat, d.h_eff, d.h_cov, d.planned_from) for d in replayed
-    ]
     assert [m.h_bar for m in metrics] == [d.h_bar for d in decisions]
 
     # each of the services was replaced once, successfully, while the run went on

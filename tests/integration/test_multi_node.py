@@ -17,15 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from controller_replay import assert_decisions_equal_replay
 from local_cluster import LocalCluster
 from rollout_fixtures import override_sections, short_run, smoke_config
 
-from services.contracts.controller import ProbeStats, StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import StepMetrics
-from services.contracts.records import TurnStatsRecord
-from services.controller.replay import replay
-from services.orchestrator.probe_stats import probe_stats
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -127,13 +124,7 @@ def check_every_step_once(config: Path) -> None:
     assert [m.step for m in metrics] == list(range(1, STEPS + 1))
     assert [m.weights_version for m in metrics] == list(range(1, STEPS + 1))
     assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
-    decisions = read_jsonl(run_dir / "controller.jsonl", StepDecision)
-    turn_stats = read_jsonl(run_dir / "turn_stats.jsonl", TurnStatsRecord)
-    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
-    replayed = list(replay(probes, STEPS, settings.depth))
-    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
-        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
-    ]
+    assert_decisions_equal_replay(run_dir, STEPS, settings.depth)
 
 
 def test_pools_on_their_nodes_and_a_serving_node_lost_mid_step(cluster, tmp_path):

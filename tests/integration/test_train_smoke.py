@@ -5,15 +5,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from controller_replay import assert_decisions_equal_replay
 from rollout_fixtures import smoke_config
 from typer.testing import CliRunner
 
 from services.cli.main import build_app
-from services.contracts.controller import ProbeStats, StepDecision
+from services.contracts.controller import StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
-from services.controller.replay import replay
 from services.learner.checkpoint import latest_checkpoint
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
@@ -42,12 +42,7 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
     assert [r.step for r in turn_stats] == [1, 2, 3]
     # live controller decisions equal an independent replay on the run's own probe statistics
-    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
-    probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
-    replayed = list(replay(probes, 3, settings.depth))
-    assert [(d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in decisions] == [
-        (d.h_bar, d.h_hat, d.h_eff, d.h_cov) for d in replayed
-    ]
+    assert_decisions_equal_replay(run.root, 3, settings.depth)
     assert [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [3] and len(evals) == 1
     assert latest_checkpoint(run.root) is not None and latest_checkpoint(run.root).name == "step_000003"
 
