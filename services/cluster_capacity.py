@@ -1,10 +1,21 @@
-"""Whether the cluster has the free resources for more actors of a pool, said before asking Ray
-(which would otherwise leave the new actors pending without a word). Pure: the caller passes
-``ray.available_resources()``."""
+"""An actor's resources in Ray's names, as Ray's options take them, and whether the cluster has
+them free for more actors of a pool, said before asking Ray (which would otherwise leave the new
+actors pending without a word). Pure: the caller passes ``ray.available_resources()``."""
 
 from collections.abc import Mapping
+from typing import Any
 
 from services.errors import InputError
+
+
+def actor_resource_options(needs: Mapping[str, float]) -> dict[str, Any]:
+    """Ray's actor options for ``needs`` (``CPU``, ``GPU`` and custom resources, one dict): CPUs and
+    GPUs apart, always set (0 is not Ray's default of one CPU), the rest under ``resources``."""
+    options: dict[str, Any] = {"num_cpus": needs.get("CPU", 0.0), "num_gpus": needs.get("GPU", 0.0)}
+    custom = {name: amount for name, amount in needs.items() if name not in ("CPU", "GPU")}
+    if custom:
+        options["resources"] = custom
+    return options
 
 
 def missing_resources(

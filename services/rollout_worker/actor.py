@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import ray
 
 from services.agent.chat_format import ChatFormat
+from services.cluster_capacity import actor_resource_options
 from services.contracts.operations import WorkerHealth
 from services.contracts.rollout import EpisodeFailure, RolloutRequest, RolloutResult
 from services.contracts.trajectory import Trajectory
@@ -185,14 +186,10 @@ def worker_resources(settings: TurnOPDSettings) -> dict[str, float]:
 
 def worker_options(settings: TurnOPDSettings, index: int) -> dict[str, Any]:
     """Ray options of worker ``index``: its name, CPUs, GPUs, and the pool resource if the cluster has pools."""
-    options: dict[str, Any] = {
+    return {
         "name": worker_name(index),
         "namespace": NAMESPACE,
-        "num_cpus": settings.rollout_worker.num_cpus,
-        "num_gpus": settings.cluster.rollout_gpus_per_worker,
+        **actor_resource_options(worker_resources(settings)),
         "max_restarts": -1,
         "max_task_retries": 0,
     }
-    if settings.cluster.pool_resources:
-        options["resources"] = {POOL_RESOURCE: 1}
-    return options

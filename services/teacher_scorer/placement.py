@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from services.cluster_capacity import actor_resource_options
 from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
 from services.settings.teacher import TeacherSettings
 
@@ -14,12 +15,9 @@ def replica_resources(settings: TeacherSettings) -> dict[str, float]:
 
 def deployment_options(settings: TeacherSettings) -> dict[str, Any]:
     """Keyword arguments for ``Deployment.options`` of the teacher deployment."""
-    actor_options: dict[str, Any] = {"num_cpus": settings.num_cpus, "num_gpus": settings.num_gpus}
-    if settings.resources:
-        actor_options["resources"] = dict(settings.resources)
     options: dict[str, Any] = {
         "name": DEPLOYMENT_NAME,
-        "ray_actor_options": actor_options,
+        "ray_actor_options": actor_resource_options(replica_resources(settings)),
         "max_ongoing_requests": settings.max_ongoing_requests,
         "health_check_period_s": settings.health_check_period_s,
         "health_check_timeout_s": settings.health_check_timeout_s,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.cluster_capacity import check_free_resources, missing_resources
+from services.cluster_capacity import actor_resource_options, check_free_resources, missing_resources
 from services.errors import InputError
 
 WORKER = {"CPU": 0.5, "rollout_pool": 1.0}
@@ -22,3 +22,12 @@ def test_the_refusal_names_the_need_the_shortfall_and_what_is_free():
         "2 more rollout worker(s) need CPU 0.5, rollout_pool 1 each; the cluster is short of "
         "rollout_pool 1 more (free now: CPU 1, rollout_pool 1); add nodes with these resources, or ask for fewer"
     )
+
+
+def test_actor_options_take_cpus_and_gpus_apart_and_always_set_them():
+    assert actor_resource_options({"CPU": 1.0, "GPU": 0.5, "rollout_pool": 1.0}) == {
+        "num_cpus": 1.0,
+        "num_gpus": 0.5,
+        "resources": {"rollout_pool": 1.0},
+    }
+    assert actor_resource_options({}) == {"num_cpus": 0.0, "num_gpus": 0.0}  # not Ray's default CPU
