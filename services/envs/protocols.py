@@ -3,7 +3,7 @@ gateway actions, how an expert action is written as a response, and whether obse
 the admissible actions.
 
 Household envs (alfworld, textworld) use the one-tool ``alfworld_step`` protocol of
-``tool_calls``; the `search` env uses ``search_protocol`` and `webshop` ``webshop_protocol``.
+``agent.tool_calls``; the `search` env uses ``envs.search.protocol`` and `webshop` ``envs.webshop.protocol``.
 
 Pure module.
 """
