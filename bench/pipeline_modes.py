@@ -211,16 +211,27 @@ def main() -> None:
         action="store_true",
         help="With --compare-vanilla: evaluate each run after its last step as the config says (untimed).",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="Keep the runs' directories (metrics.jsonl, eval.jsonl, ...) under this new folder "
+        "instead of a temporary one.",
+    )
     args = parser.parse_args()
     steps = args.steps or (16 if args.compare_vanilla else 6)
     rounds = args.rounds or (1 if args.compare_vanilla else 2)
     if steps < 3:
         parser.error("--steps must be at least 3 (steps per hour leave out step 1)")
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        parser.error(f"--keep {args.keep}: the folder is not empty; name a new one")
     with tempfile.TemporaryDirectory(prefix="turnopd-bench-pipeline-") as tmp:
+        root = args.keep if args.keep is not None else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         if args.compare_vanilla:
-            compare_vanilla(args.config, steps, rounds, Path(tmp), args.eval)
+            compare_vanilla(args.config, steps, rounds, root, args.eval)
         else:
-            compare_modes(args.config, steps, rounds, Path(tmp))
+            compare_modes(args.config, steps, rounds, root)
 
 
 if __name__ == "__main__":
