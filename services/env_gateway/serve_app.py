@@ -9,10 +9,8 @@ Ray is imported here only, so the standalone server never needs it.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from ray import serve
 from ray.exceptions import RayTaskError
 from ray.serve import Application
@@ -23,7 +21,7 @@ from services.env_gateway.app import create_app
 from services.env_gateway.runtime import GatewayRuntime
 from services.env_gateway.shard_router import ShardRouter
 from services.ray_names import ENV_GATEWAY_APP as SERVE_APP_NAME
-from services.serve_config import load_app_args
+from services.serve_config import ServeAppArgs, load_app_args
 from services.settings.env_gateway import EnvGatewaySettings
 
 ROUTE_PREFIX = "/env-gateway"
@@ -143,12 +141,8 @@ def deploy(settings: EnvGatewaySettings, blocking: bool = False, token: str | No
     )
 
 
-class GatewayAppArgs(BaseModel):
+class GatewayAppArgs(ServeAppArgs):
     """The Serve config's ``args:`` for ``import_path: services.env_gateway.serve_app:build_app``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    config_path: Path | None = None
 
 
 def build_app(args: dict[str, Any]) -> Application:

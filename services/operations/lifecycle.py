@@ -29,7 +29,6 @@ from services.operations.stack import Stack, deploy_teacher
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, TEACHER_APP
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
-from services.settings import load_settings
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.placement import replica_resources
@@ -203,8 +202,8 @@ class EnvGatewayOps(ManagedService):
         stack.pool.switch_env_gateway(fresh.url)
         stack.gateway, stack.env_url = fresh, fresh.url
         old.stop()
-        if config_path is not None:
-            self.settings = load_settings(config_path)
+        if change.settings is not None:
+            self.settings = change.settings
         self.counts[self.kind] += 1
         return f"env gateway replaced: {old.url} -> {fresh.url}"
 

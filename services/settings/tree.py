@@ -157,6 +157,14 @@ class DiagnosticsSettings(Section):
     )
 
 
+# Sections that left the run settings -> where they went. A run config that sets one is an error
+# naming that; a run's saved config.json that holds one still reads (``saved_settings``).
+MOVED_SECTIONS: dict[str, str] = {
+    "sft": "[sft] belongs to a teacher-training recipe, not to a run config: keep it in a file of its "
+    "own (as configs/teachers/*.toml) for `turnopd teacher train --config`",
+}
+
+
 class ControllerServiceSettings(BaseModel):
     """All the controller service is given (``TurnOPDSettings.for_controller``): the method, the run
     length, H_max, Algorithm 1's ``[depth]`` and the ``[blend]`` schedule. Every field defines the
@@ -257,12 +265,10 @@ class TurnOPDSettings(TomlSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_recipe_section(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sft" in data:
-            raise ValueError(
-                "[sft] belongs to a teacher-training recipe, not to a run config: keep it in a file of its "
-                "own (as configs/teachers/*.toml) for `turnopd teacher train --config`"
-            )
+    def _no_moved_section(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in sorted(set(data) & set(MOVED_SECTIONS)):
+                raise ValueError(MOVED_SECTIONS[name])
         return data
 
     @model_validator(mode="after")
@@ -315,9 +321,6 @@ class TurnOPDSettings(TomlSettings):
 
 
 # Sections a run's config.json may hold from before they left the run settings; dropped on reading.
-MOVED_SECTIONS = frozenset({"sft"})  # now a teacher recipe's (services/settings/recipe.py)
-
-
 def saved_settings_dict(text: str) -> dict[str, Any]:
     """A run's saved ``config.json`` as a dict, without the sections that have since moved out."""
     values = json.loads(text)

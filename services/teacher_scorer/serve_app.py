@@ -10,12 +10,10 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import ray
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
 from ray import serve
 from ray.serve import Application, Deployment
 
@@ -27,7 +25,7 @@ from services.contracts.teacher import (
     TeacherReplicaStats,
 )
 from services.errors import InputError
-from services.serve_config import load_app_args
+from services.serve_config import ServeAppArgs, load_app_args
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import (
     pack_scores,
@@ -179,12 +177,9 @@ def teacher_application(
     return deployment.options(**deployment_options(settings)).bind(settings, default_top_k, service_token)
 
 
-class TeacherAppArgs(BaseModel):
+class TeacherAppArgs(ServeAppArgs):
     """Arguments of the Serve config's ``args:`` block for ``import_path: ...serve_app:build_app``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    config_path: Path | None = None
     model_path: str | None = None
 
 
