@@ -1,7 +1,7 @@
 """The base class of every settings section (its own module so section modules can import it
 without importing the tree that imports them)."""
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -11,10 +11,17 @@ class Section(BaseModel):
 
     ``REMOVED`` maps keys a section once accepted (and never acted on) to why they are gone, so a
     config that still sets one fails with that reason instead of a bare "extra inputs" error.
+    ``RUN_DEFINING`` names the fields that identify the run: a service restarted with a new config
+    takes the section from it but keeps these (``restarted``).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
     REMOVED: ClassVar[dict[str, str]] = {}
+    RUN_DEFINING: ClassVar[frozenset[str]] = frozenset()
+
+    def restarted(self, new: Self) -> Self:
+        """``new`` with this section's run-defining fields kept."""
+        return new.model_copy(update={name: getattr(self, name) for name in self.RUN_DEFINING})
 
     @model_validator(mode="before")
     @classmethod

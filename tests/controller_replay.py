@@ -9,7 +9,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay
 from services.orchestrator.probe_stats import probe_stats
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 
 def assert_decisions_equal_replay(

@@ -22,7 +22,8 @@ from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
 from services.ray_session import on_driver_node
 from services.service_auth import check_redis_url
-from services.settings.tree import ControllerServiceSettings, TurnOPDSettings
+from services.settings.per_service import ControllerServiceSettings
+from services.settings.tree import TurnOPDSettings
 
 
 class ControllerService:

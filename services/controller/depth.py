@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from services.contracts.controller import DepthState, ProbeStats, StepDecision
 from services.errors import InputError
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 
 def is_probe_step(step: int, warmup_steps: int, probe_interval: int) -> bool:

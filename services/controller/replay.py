@@ -5,7 +5,7 @@ from collections.abc import Iterator, Mapping
 from services.contracts.controller import ProbeStats, StepDecision
 from services.controller import depth
 from services.errors import InputError
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 
 def replay(

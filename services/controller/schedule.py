@@ -19,7 +19,7 @@ from services.controller import depth
 from services.controller.blend import blend_alpha
 from services.controller.methods import curriculum_depth, switches
 from services.errors import ConflictError, InputError
-from services.settings.tree import ControllerServiceSettings
+from services.settings.per_service import ControllerServiceSettings
 
 
 def initial_controller_state(

@@ -18,7 +18,8 @@ from services.contracts.records import TurnStatsRecord
 from services.diagnostics.reliable_prefix import reliable_prefix_length, support_fractions, thirds
 from services.diagnostics.step_stats import StepStats, step_stats
 from services.errors import InputError
-from services.settings.tree import BlendSettings, DiagnosticsSettings
+from services.settings.algorithm import BlendSettings
+from services.settings.tree import DiagnosticsSettings
 
 PHASES = ("early", "mid", "late")
 

@@ -31,7 +31,7 @@ from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
 from services.learner.train_loop import train_loop
 from services.ray_session import on_driver_node
-from services.settings.tree import TurnOPDSettings
+from services.settings.per_service import LearnerServiceSettings
 
 
 def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
@@ -90,10 +90,9 @@ def merged_step(
 
 
 class Learner:
-    def __init__(self, settings: TurnOPDSettings, run_dir: Path, model_dir: Path) -> None:
+    def __init__(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> None:
         self.settings = settings
-        cluster = settings.cluster
-        self.world = cluster.learner_workers
+        self.world = settings.workers
         self.inboxes = [Queue(actor_options=on_driver_node()) for _ in range(self.world)]
         self.outbox = Queue(actor_options=on_driver_node())
         self._error: BaseException | None = None
@@ -101,7 +100,7 @@ class Learner:
         trainer = TorchTrainer(
             train_loop,
             train_loop_config={
-                "settings": settings.for_learner(),
+                "settings": settings,
                 "run_dir": str(run_dir.resolve()),  # workers run in their own cwd
                 "model_dir": str(model_dir.resolve()),
                 "inboxes": self.inboxes,
@@ -109,11 +108,11 @@ class Learner:
             },
             scaling_config=ScalingConfig(
                 num_workers=self.world,
-                use_gpu=cluster.learner_gpus_per_worker > 0,
+                use_gpu=settings.on_gpu,
                 resources_per_worker={
                     "CPU": settings.learner.num_cpus_per_worker,
-                    **({"GPU": cluster.learner_gpus_per_worker} if cluster.learner_gpus_per_worker else {}),
-                    **({"learner_pool": 1} if cluster.pool_resources else {}),
+                    **({"GPU": settings.gpus_per_worker} if settings.on_gpu else {}),
+                    **({"learner_pool": 1} if settings.pool_resource else {}),
                 },
             ),
             run_config=RunConfig(

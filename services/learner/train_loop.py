@@ -45,7 +45,7 @@ from services.learner.objective import (
     turn_stats,
 )
 from services.models.loading import load_causal_lm
-from services.settings.tree import LearnerServiceSettings
+from services.settings.per_service import LearnerServiceSettings
 
 FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import ray
 
@@ -22,16 +22,27 @@ from services.cluster_capacity import check_free_resources
 from services.contracts.operations import ServiceStatus
 from services.controller.actor import start_controller
 from services.env_gateway.local_server import LocalGateway
-from services.errors import ConflictError, TurnOPDError
+from services.errors import ConflictError, InputError, TurnOPDError
 from services.learner.service import Learner
-from services.operations.restart_settings import config_hash, start_or_restore
+from services.operations.restart_rules import start_or_restore
 from services.operations.stack import Stack, deploy_teacher
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, TEACHER_APP
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
+from services.settings.per_service import (
+    ControllerServiceSettings,
+    EnvGatewayServiceSettings,
+    LearnerServiceSettings,
+    RedisServiceSettings,
+    RolloutWorkerServiceSettings,
+    ServiceSettings,
+    TeacherServiceSettings,
+)
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.placement import replica_resources
+
+S = TypeVar("S", bound=ServiceSettings)
 
 
 class ResumeMismatchError(RuntimeError):
@@ -54,27 +65,46 @@ def replicas_text(teacher: TeacherSettings) -> str:
 
 @dataclass(frozen=True)
 class Change:
-    """What a restart brings: the run's settings with the service's own sections taken from the new
-    config (None: none given), and that config's file (the env gateway reads it whole)."""
+    """What a restart brings: the settings of a new config file (None: none given) and that file
+    (the env gateway's process reads it itself)."""
 
-    settings: TurnOPDSettings | None = None
+    run: TurnOPDSettings | None = None
     config_path: Path | None = None
 
 
-class ManagedService(ABC):
-    """One service of the run. ``kind`` names it in `turnopd restart` and in the restart table
-    (``restart_settings.SECTIONS``); ``counts`` is the run's restart count per service name."""
+class ManagedService(ABC, Generic[S]):
+    """One service of the run, holding its own settings object (``S``: what it runs with now).
+    ``kind`` names it in `turnopd restart`; ``counts`` is the run's restart count per service name."""
 
     kind: ClassVar[str]
 
     def __init__(self, stack: Stack, counts: Counter[str]) -> None:
         self.stack = stack
         self.counts = counts
-        self.settings = stack.settings  # what it runs with now
+        self.settings: S = self.compose(stack.settings)
+
+    @staticmethod
+    @abstractmethod
+    def compose(run: TurnOPDSettings) -> S:
+        """Its settings object, composed from a run's settings tree."""
+
+    def restarted(self, change: Change, current: S | None = None) -> S | None:
+        """``current`` (default: what it runs with now) with what a restart may change taken from the
+        change's config; None: no config given. A config for a service that takes nothing from one
+        is an error, not silently ignored."""
+        if change.run is None:
+            return None
+        current = current if current is not None else self.settings
+        if not current.RESTARTABLE:
+            raise InputError(
+                f"{self.kind} takes nothing from a new config: every setting it has defines the run; "
+                "restart it without --config"
+            )
+        return current.restarted(self.compose(change.run))
 
     def version(self) -> str:
-        """Config hash of the settings it runs with now."""
-        return config_hash(self.settings, self.kind)
+        """Fingerprint of the settings it runs with now."""
+        return self.settings.fingerprint()
 
     @abstractmethod
     def replace(self, change: Change, step: int) -> str:
@@ -92,21 +122,28 @@ class ManagedService(ABC):
         """Its rows of `turnopd status` (the driver's view; the CLI adds its own pings)."""
 
 
-class RolloutPoolOps(ManagedService):
+class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
+    """The pool's workers; each holds its own settings (``RolloutPool.worker_settings``)."""
+
     kind = "rollout-worker"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
+        return run.for_rollout_worker()
 
     def replace(self, change: Change, step: int) -> str:
         """``rollout-pool``: every worker, one after the other."""
-        return "; ".join(self.replace_worker(i, change.settings) for i in range(self.stack.pool.size))
+        return "; ".join(self.replace_worker(i, change) for i in range(self.stack.pool.size))
 
-    def replace_worker(self, index: int, new: TurnOPDSettings | None) -> str:
+    def replace_worker(self, index: int, change: Change) -> str:
         pool = self.stack.pool
-        start_or_restore(lambda s: pool.replace_worker(index, s), new, pool.worker_settings(index))
+        old = pool.worker_settings(index)
+        start_or_restore(lambda s: pool.replace_worker(index, s), self.restarted(change, old), old)
         self.counts[worker_name(index)] += 1
         return f"{worker_name(index)} replaced at weights version {pool.weights_version}"
 
     def worker_version(self, index: int) -> str:
-        return config_hash(self.stack.pool.worker_settings(index), self.kind)
+        return self.stack.pool.worker_settings(index).fingerprint()
 
     def scale(self, size: int) -> str:
         """Resize in place (no restart, so no restart is counted)."""
@@ -132,8 +169,12 @@ class RolloutPoolOps(ManagedService):
         return rows
 
 
-class TeacherOps(ManagedService):
+class TeacherOps(ManagedService[TeacherServiceSettings]):
     kind = "teacher"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> TeacherServiceSettings:
+        return run.for_teacher()
 
     @property
     def replicas(self) -> int:
@@ -141,11 +182,8 @@ class TeacherOps(ManagedService):
         teacher = self.settings.teacher
         return 0 if teacher.autoscaling else teacher.replicas
 
-    def _deploy(self, settings: TurnOPDSettings) -> None:
-        deploy_teacher(settings, self.stack.settings.distill.distill_topk)
-
     def replace(self, change: Change, step: int) -> str:
-        self.settings = start_or_restore(self._deploy, change.settings, self.settings)
+        self.settings = start_or_restore(deploy_teacher, self.restarted(change), self.settings)
         self.counts[self.kind] += 1
         return "teacher redeployed (new replicas, old ones drained)"
 
@@ -161,16 +199,15 @@ class TeacherOps(ManagedService):
             check_free_resources(
                 ray.available_resources(), replica_resources(teacher), size - before, "teacher replica"
             )
-        new = self.settings.model_copy(deep=True)
-        new.teacher.replicas = size
-        new.cluster.teacher_replicas = size
-        self._deploy(new)  # a new deploy: Serve's rolling update replaces the replicas
+        resized = teacher.model_validate({**teacher.model_dump(), "replicas": size})
+        new = self.settings.model_copy(update={"teacher": resized})
+        deploy_teacher(new)  # a new deploy: Serve's rolling update replaces the replicas
         self.settings = new
         return f"teacher {before} -> {size} replicas"
 
     def status(self, step: int) -> list[ServiceStatus]:
         teacher = self.settings.teacher
-        model = teacher.model or self.stack.settings.models.teacher
+        model = teacher.model or self.settings.default_model
         return [
             ServiceStatus(
                 name="teacher",
@@ -182,8 +219,12 @@ class TeacherOps(ManagedService):
         ]
 
 
-class EnvGatewayOps(ManagedService):
+class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
     kind = "env-gateway"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> EnvGatewayServiceSettings:
+        return run.for_env_gateway()
 
     def replace(self, change: Change, step: int) -> str:
         """A new gateway process on a new port; the pool plays every later request against it, then
@@ -202,8 +243,7 @@ class EnvGatewayOps(ManagedService):
         stack.pool.switch_env_gateway(fresh.url)
         stack.gateway, stack.env_url = fresh, fresh.url
         old.stop()
-        if change.settings is not None:
-            self.settings = change.settings
+        self.settings = self.restarted(change) or self.settings
         self.counts[self.kind] += 1
         return f"env gateway replaced: {old.url} -> {fresh.url}"
 
@@ -221,20 +261,21 @@ class EnvGatewayOps(ManagedService):
         ]
 
 
-class ControllerOps(ManagedService):
+class ControllerOps(ManagedService[ControllerServiceSettings]):
     kind = "controller"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> ControllerServiceSettings:
+        return run.for_controller()
 
     def replace(self, change: Change, step: int) -> str:
         """Killed for good; a fresh actor loads the state from Redis; a call in flight is sent again."""
         stack = self.stack
+        self.restarted(change)  # refuses a config: the controller's settings all define the run
         ray.kill(stack.controller.handle, no_restart=True)
         if not wait_name_free(CONTROLLER_ACTOR, NAMESPACE, 60.0):
             raise TurnOPDError("the old controller's name is still taken after 60 s")
-
-        def start(settings: TurnOPDSettings) -> None:
-            stack.controller.replace(start_controller(settings, stack.run_id, stack.redis_url))
-
-        self.settings = start_or_restore(start, change.settings, self.settings)
+        stack.controller.replace(start_controller(stack.settings, stack.run_id, stack.redis_url))
         self.counts[self.kind] += 1
         state = stack.controller.handle.snapshot.remote()
         return f"controller replaced; resumed from Redis at step {ray.get(state).depth.step}"
@@ -251,8 +292,12 @@ class ControllerOps(ManagedService):
         ]
 
 
-class LearnerOps(ManagedService):
+class LearnerOps(ManagedService[LearnerServiceSettings]):
     kind = "learner"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> LearnerServiceSettings:
+        return run.for_learner()
 
     def __init__(self, stack: Stack, counts: Counter[str]) -> None:
         super().__init__(stack, counts)
@@ -263,16 +308,17 @@ class LearnerOps(ManagedService):
     def replace(self, change: Change, step: int) -> str:
         """Only between steps (the driver's thread): checkpoint, close, resume in a new trainer."""
         stack = self.stack
+        new = self.restarted(change)  # before anything stops: a config it cannot take is refused here
         if step > 0:
             stack.learner.checkpoint(step)
         for keep in [stack.pool.own_weights, *self.keep_weights]:
             keep()
         stack.learner.close()
-        self.settings = start_or_restore(lambda s: self._start(s, step), change.settings, self.settings)
+        self.settings = start_or_restore(lambda s: self._start(s, step), new, self.settings)
         self.counts[self.kind] += 1
         return f"learner replaced; resumed from the checkpoint of step {step}"
 
-    def _start(self, settings: TurnOPDSettings, step: int) -> None:
+    def _start(self, settings: LearnerServiceSettings, step: int) -> None:
         learner = Learner(settings, self.stack.run.root, self.stack.student_dir)
         self.stack.exits.callback(learner.close)
         self.stack.learner = learner
@@ -294,8 +340,12 @@ class LearnerOps(ManagedService):
         ]
 
 
-class RedisOps(ManagedService):
+class RedisOps(ManagedService[RedisServiceSettings]):
     kind = "redis"
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> RedisServiceSettings:
+        return run.for_redis()
 
     def replace(self, change: Change, step: int) -> str:
         """The embedded server only: stopped and started again on the same port and append-only file."""
@@ -304,7 +354,9 @@ class RedisOps(ManagedService):
             raise ConflictError(
                 "Redis is external to this run ([controller] redis_url or REDIS_URL); restart it where it runs"
             )
-        server.restart(self.stack.settings.controller.redis_start_timeout_s)
+        new = self.restarted(change) or self.settings
+        server.restart(new.controller.redis_start_timeout_s)
+        self.settings = new
         self.counts[self.kind] += 1
         return f"redis-server restarted on port {server.port} from its append-only file"
 

@@ -17,7 +17,7 @@ import ray
 
 from services.contracts.operations import RestartRequest, RestartResult
 from services.operations.live_status import LiveRun
-from services.operations.restart_settings import service_kind
+from services.operations.restart_rules import service_kind
 from services.operations.restarts import ServiceRestarts
 from services.run_dir import RESTARTS_FILE
 

@@ -22,14 +22,18 @@ Training never stops, skips or repeats an optimizer step:
 * ``redis`` (the embedded server only): stopped and started again on the same port and
   append-only file; the controller's commands reconnect and a transaction cut off is run again.
 
-A restart that fails to start the new process with a new config brings the service back with
-the settings it had, and reports the failure.
+With ``--config FILE`` a service takes from the file only what its own settings type lets a
+restart change (``services.settings.per_service``: ``RESTARTABLE``); the controller's settings all
+define the run, so a controller restart refuses a config. A restart that fails to start the new
+process with a new config brings the service back with the settings it had, and reports the
+failure.
 """
 
 import logging
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
 from services.operations.lifecycle import (
@@ -43,7 +47,7 @@ from services.operations.lifecycle import (
     RolloutPoolOps,
     TeacherOps,
 )
-from services.operations.restart_settings import RESTART_ERRORS, restart_settings, service_kind, worker_index
+from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
 from services.operations.stack import Stack
 from services.settings import load_settings
 
@@ -63,7 +67,7 @@ class ServiceRestarts:
         self.teacher = TeacherOps(stack, self.counts)
         self.learner = LearnerOps(stack, self.counts)
         # In the order `turnopd status` lists them.
-        self.services: dict[str, ManagedService] = {
+        self.services: dict[str, ManagedService[Any]] = {
             s.kind: s
             for s in (
                 ControllerOps(stack, self.counts),
@@ -110,10 +114,10 @@ class ServiceRestarts:
         self.history.append(result)
         return result
 
-    def _restart(self, service: ManagedService, name: str, config_path: str | None, step: int) -> str:
+    def _restart(self, service: ManagedService[Any], name: str, config_path: str | None, step: int) -> str:
         path = Path(config_path) if config_path is not None else None
-        new = restart_settings(self.stack.settings, load_settings(path), name) if path is not None else None
+        change = Change(load_settings(path) if path is not None else None, path)
         index = worker_index(name)
         if index is not None:
-            return self.pool.replace_worker(index, new)
-        return service.replace(Change(new, path), step)
+            return self.pool.replace_worker(index, change)
+        return service.replace(change, step)

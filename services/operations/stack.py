@@ -27,7 +27,7 @@ from services.ray_names import TEACHER_APP as APP_NAME
 from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import RunDir
-from services.settings.teacher import TeacherSettings
+from services.settings.per_service import TeacherServiceSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.serve_app import teacher_application
@@ -74,20 +74,15 @@ def _redis(settings: TurnOPDSettings, run: RunDir, stack: ExitStack) -> tuple[st
     return server.start(settings.controller.redis_start_timeout_s), server
 
 
-def teacher_settings(settings: TurnOPDSettings) -> TeacherSettings:
-    """The scorer's settings; an unset ``teacher.model`` means the run's ``models.teacher``."""
+def deploy_teacher(settings: TeacherServiceSettings) -> None:
+    """Deploy (or redeploy, rolling) the `teacher` Serve app; an unset ``[teacher] model`` means the
+    run's ``[models] teacher``."""
     teacher = settings.teacher
-    if teacher.model:
-        return teacher
-    model = str(resolve_model_dir(settings.models.teacher, settings.models.cache_dir))
-    return teacher.model_copy(update={"model": model})
-
-
-def deploy_teacher(settings: TurnOPDSettings, top_k: int) -> None:
-    """Deploy (or redeploy, rolling) the `teacher` Serve app from ``settings``; ``top_k``: the run's
-    ``distill.distill_topk``, which a restart with new settings must keep."""
-    app = teacher_application(teacher_settings(settings), top_k, settings.security.resolved_service_token())
-    serve.run(app, name=APP_NAME, route_prefix=f"/{APP_NAME}")
+    if not teacher.model:
+        model = resolve_model_dir(settings.default_model, settings.cache_dir)
+        teacher = teacher.model_copy(update={"model": str(model)})
+    token = settings.service_token.get_secret_value() if settings.service_token is not None else None
+    serve.run(teacher_application(teacher, settings.top_k, token), name=APP_NAME, route_prefix=f"/{APP_NAME}")
 
 
 def connect_ray(settings: TurnOPDSettings, stack: ExitStack) -> None:
@@ -110,12 +105,12 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
             LocalGateway(config_file, log_path=run.path("env_gateway.log"), port=settings.env_gateway.port)
         )
         env_url = gateway.url
-    deploy_teacher(settings, settings.distill.distill_topk)
+    deploy_teacher(settings.for_teacher())
     stack.callback(serve.delete, APP_NAME)
     pool = RolloutPool(settings, env_url, settings.models.student)
     stack.callback(pool.close)
     student_dir = resolve_model_dir(settings.models.student, settings.models.cache_dir)
-    learner = Learner(settings, run.root, student_dir)
+    learner = Learner(settings.for_learner(), run.root, student_dir)
     stack.callback(learner.close)
     return Stack(
         settings=settings,

@@ -32,7 +32,7 @@ from services.rollout_worker.agent_loop import play_episode_outcomes
 from services.rollout_worker.engines import GenerationEngine, engine_from_settings
 from services.rollout_worker.seeds import tasks_seed
 from services.rollout_worker.weights_version import check_weights_version
-from services.settings.tree import RolloutWorkerServiceSettings, TurnOPDSettings
+from services.settings.per_service import RolloutWorkerServiceSettings
 
 if TYPE_CHECKING:
     import torch
@@ -176,15 +176,15 @@ def _exit_if_broken(name: str, call: Callable[[], T]) -> T:
         os._exit(1)
 
 
-def worker_resources(settings: TurnOPDSettings) -> dict[str, float]:
+def worker_resources(settings: RolloutWorkerServiceSettings) -> dict[str, float]:
     """What one worker reserves, in Ray's resource names (CPU, GPU, the pool's custom resource)."""
-    needs = {"CPU": settings.rollout_worker.num_cpus, "GPU": float(settings.cluster.rollout_gpus_per_worker)}
-    if settings.cluster.pool_resources:
+    needs = {"CPU": settings.rollout_worker.num_cpus, "GPU": settings.gpus}
+    if settings.pool_resource:
         needs[POOL_RESOURCE] = 1.0
     return {name: amount for name, amount in needs.items() if amount > 0}
 
 
-def worker_options(settings: TurnOPDSettings, index: int) -> dict[str, Any]:
+def worker_options(settings: RolloutWorkerServiceSettings, index: int) -> dict[str, Any]:
     """Ray options of worker ``index``: its name, CPUs, GPUs, and the pool resource if the cluster has pools."""
     return {
         "name": worker_name(index),

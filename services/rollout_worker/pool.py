@@ -36,6 +36,7 @@ from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
 from services.rollout_worker.task_chunks import chunk_count, merge_results, split_even
 from services.rollout_worker.weights_version import StaleWeightsError
+from services.settings.per_service import RolloutWorkerServiceSettings
 from services.settings.tree import TurnOPDSettings
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,11 @@ class RolloutPool:
         self._busy: set[int] = set()  # workers playing a chunk now
         self._retiring: set[int] = set()  # workers a shrink takes no more chunks from
         self._membership = threading.Lock()  # a resize, or a publish (which must see every worker)
-        self._worker_settings = [settings] * settings.cluster.rollout_workers
+        own = settings.for_rollout_worker()  # what each worker is given (a restart may change it)
+        self._worker_settings = [own] * settings.cluster.rollout_workers
         actor: Any = RolloutWorker
         self._workers = [
-            actor.options(**worker_options(settings, i)).remote(
-                settings.for_rollout_worker(), i, env_gateway_url, model
-            )
+            actor.options(**worker_options(own, i)).remote(own, i, env_gateway_url, model)
             for i in range(settings.cluster.rollout_workers)
         ]
         timeout = settings.rollout_worker.ready_timeout_s
@@ -105,7 +105,7 @@ class RolloutPool:
     def size(self) -> int:
         return len(self._workers)
 
-    def worker_settings(self, index: int) -> TurnOPDSettings:
+    def worker_settings(self, index: int) -> RolloutWorkerServiceSettings:
         """The settings worker ``index`` was (re)started with."""
         self._check_index(index)
         return self._worker_settings[index]
@@ -291,7 +291,7 @@ class RolloutPool:
             self._changes.wait_for(lambda: index not in self._replacing, timeout=deadline - time.monotonic())
             return self._workers[index]
 
-    def replace_worker(self, index: int, settings: TurnOPDSettings | None = None) -> None:
+    def replace_worker(self, index: int, settings: RolloutWorkerServiceSettings | None = None) -> None:
         """Replace worker ``index`` by a fresh actor (new ``settings`` if given) at the published weights.
 
         Safe while ``play`` runs in another thread: the old actor's chunk fails, and the pool's
@@ -308,7 +308,7 @@ class RolloutPool:
             if not wait_name_free(worker_name(index), NAMESPACE, 60.0):
                 raise TurnOPDError(f"{worker_name(index)} was killed but its name is still taken after 60 s")
             fresh = RolloutWorker.options(**worker_options(settings, index)).remote(  # type: ignore[attr-defined]
-                settings.for_rollout_worker(), index, self._env_url, self.model
+                settings, index, self._env_url, self.model
             )
             timeout = settings.rollout_worker.restart_timeout_s
             incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
@@ -348,15 +348,13 @@ class RolloutPool:
             return before
 
     def _grow(self, before: int, size: int) -> None:
-        settings = self.settings
+        settings = self.settings.for_rollout_worker()
         check_free_resources(
             ray.available_resources(), worker_resources(settings), size - before, "rollout worker"
         )
         actor: Any = RolloutWorker
         fresh = [
-            actor.options(**worker_options(settings, i)).remote(
-                settings.for_rollout_worker(), i, self._env_url, self.model
-            )
+            actor.options(**worker_options(settings, i)).remote(settings, i, self._env_url, self.model)
             for i in range(before, size)
         ]
         timeout = settings.rollout_worker.ready_timeout_s

@@ -9,6 +9,9 @@ from services.settings_section import Section
 
 
 class ControllerSettings(Section):
+    # Same Redis, same state: a restart never moves the controller's store.
+    RUN_DEFINING = frozenset({"redis_url", "redis_password", "embedded_redis_dir"})
+
     redis_url: str | None = Field(
         None,
         description="Redis holding the controller state (default: $REDIS_URL); unset: spawn an "

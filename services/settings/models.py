@@ -13,6 +13,12 @@ DTypeName = Literal["float32", "bfloat16", "float16"]
 
 
 class ModelsSettings(Section):
+    # The models being trained and scored and the zoo they come from never change mid-run; a restarted
+    # rollout worker may change how it generates (engine, dtype, device, response length, caches).
+    RUN_DEFINING = frozenset(
+        {"student", "teacher", "cache_dir", "seed", "vocab_size", "entity_max_number", "entity_embeddings"}
+    )
+
     student: str = Field(
         "student",
         min_length=1,

@@ -6,17 +6,26 @@ message that names the dotted key (see ``services.settings.loader``).
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from services.contracts.method import Method
+from services.settings.algorithm import BlendSettings, DepthSettings, DistillSettings, OptimSettings
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
 from services.settings.env_gateway import EnvGatewaySettings
 from services.settings.learner import LearnerSettings
 from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
+from services.settings.per_service import (
+    ControllerServiceSettings,
+    EnvGatewayServiceSettings,
+    LearnerServiceSettings,
+    RedisServiceSettings,
+    RolloutWorkerServiceSettings,
+    TeacherServiceSettings,
+)
 from services.settings.pipeline import PipelineSettings
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
@@ -32,90 +41,6 @@ class RunSettings(Section):
     seed: int = Field(0, ge=0, description="Seed for task sampling, generation and initialisation.")
     run_dir: Path = Field(Path("runs/latest"), description="Directory for config, metrics, checkpoints.")
     run_id: str | None = Field(None, min_length=1, description="Controller run id (Redis key prefix).")
-
-
-class DistillSettings(Section):
-    distill_topk: int = Field(50, ge=1, description="Teacher top-K support size for the reverse-KL loss.")
-    topk_support: Literal["tail", "renorm"] = Field(
-        "tail",
-        description="Make the top-K support a distribution: 'tail' adds a bucket with the remaining "
-        "mass of each side; 'renorm' renormalises both sides over the K ids.",
-    )
-    clip_ratio: tuple[float, float] = Field(
-        (0.9, 9.0),
-        description="Importance-ratio clip (low, high): ratio clipped to [1-low, 1+high].",
-    )
-    REMOVED: ClassVar[dict[str, str]] = {
-        "loss_mode": "the objective is always the top-K reverse KL (the paper's only loss mode)",
-        "kl_coef": "TurnOPD has no reward-side KL penalty (the paper's kl_coef is 0)",
-        "kl_loss_coef": "TurnOPD has no reference-KL loss term (the paper's kl_loss_coef is 0)",
-    }
-
-    @model_validator(mode="after")
-    def _clip_ratio_in_range(self) -> "DistillSettings":
-        low, high = self.clip_ratio
-        if not (0.0 <= low < 1.0) or high <= 0.0:
-            raise ValueError(f"clip_ratio must be (low in [0, 1), high > 0), got {self.clip_ratio}")
-        return self
-
-
-class DepthSettings(Section):
-    REMOVED: ClassVar[dict[str, str]] = {
-        "adaptive": "[run] method decides whether the depth is adaptive (turnopd, adaptive-depth) or not",
-    }
-    coverage_quantile: float = Field(0.8, gt=0.0, le=1.0, description="p for H_cov = Q_p(L_succ).")
-    use_success: bool = Field(True, description="H_cov from successful probes (False: all trajectories).")
-    min_cov_traj: int = Field(8, ge=1, description="Min trajectories in the CDF source to refresh H_cov.")
-    min: int = Field(2, ge=1, description="H_min: lower clamp on the applied depth H_hat.")
-    max: int = Field(50, ge=1, description="H_max: upper clamp on H_hat, probe depth, and H_bar_0.")
-    ema_alpha: float = Field(0.3, gt=0.0, le=1.0, description="EMA weight on H_ctrl (not the blend alpha).")
-    probe_interval: int = Field(8, ge=1, description="Steps between full-depth probes.")
-    warmup_steps: int = Field(3, ge=0, description="Probe-only warm-up steps before truncation.")
-    eps: float = Field(1e-8, gt=0.0, description="Epsilon in q_t = m_t / (sum_j m_j + eps).")
-
-    @model_validator(mode="after")
-    def _min_le_max(self) -> "DepthSettings":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
-        return self
-
-
-class BlendSettings(Section):
-    turn_norm_blend: bool = Field(True, description="Enable the linear trajectory->turn loss blend.")
-    start: float = Field(0.0, ge=0.0, le=1.0, description="s: progress where the blend starts.")
-    end: float = Field(1.0, ge=0.0, le=1.0, description="e: progress where the blend reaches alpha=1.")
-    min_floor: int = Field(8, ge=1, description="Floor term of n_min = max(min_floor, ceil(min_frac*n)).")
-    min_frac: float = Field(0.15, ge=0.0, le=1.0, description="Fraction term of n_min.")
-
-    @model_validator(mode="after")
-    def _start_before_end(self) -> "BlendSettings":
-        if self.end <= self.start:
-            raise ValueError(f"end ({self.end}) must be greater than start ({self.start})")
-        return self
-
-
-class OptimSettings(Section):
-    lr: float = Field(1e-6, gt=0.0, description="AdamW learning rate.")
-    batch: int = Field(64, ge=1, description="Trajectories (tasks x n) per optimizer step.")
-    steps: int = Field(100, ge=1, description="K: optimizer steps of the run.")
-    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
-    grad_clip: float = Field(1.0, gt=0.0, description="Max global gradient norm.")
-    mini_batches: int = Field(
-        1,
-        ge=1,
-        description="AdamW updates per step: the step's trajectories split into this many mini-batches "
-        "(trajectory i in mini-batch i mod n), each one update, as verl's PPO mini-batches; the importance "
-        "ratio clip bounds how far the later ones move from the sampler. 1: one update per step.",
-    )
-
-    @model_validator(mode="after")
-    def _mini_batches_fit(self) -> "OptimSettings":
-        if self.mini_batches > self.batch:
-            raise ValueError(
-                f"mini_batches ({self.mini_batches}) cannot exceed batch ({self.batch}): a mini-batch "
-                "needs at least one trajectory"
-            )
-        return self
 
 
 class RolloutSettings(Section):
@@ -165,49 +90,6 @@ MOVED_SECTIONS: dict[str, str] = {
 }
 
 
-class ControllerServiceSettings(BaseModel):
-    """All the controller service is given (``TurnOPDSettings.for_controller``): the method, the run
-    length, H_max, Algorithm 1's ``[depth]`` and the ``[blend]`` schedule. Every field defines the
-    run, so a controller restart keeps them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    method: Method
-    steps: int = Field(ge=1)
-    max_turns: int = Field(ge=1)
-    depth: DepthSettings
-    blend: BlendSettings
-
-
-class RolloutWorkerServiceSettings(BaseModel):
-    """All a rollout worker is given (``TurnOPDSettings.for_rollout_worker``): ``[models]`` (engine,
-    zoo, response length), the run's seed, ``[rollout_worker]``, the observation format, and the
-    service token for the env gateway, resolved once by the driver."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    models: ModelsSettings
-    seed: int
-    rollout_worker: RolloutWorkerSettings
-    task_reminder: bool
-    service_token: SecretStr | None = None
-
-
-class LearnerServiceSettings(BaseModel):
-    """All a learner rank is given (``TurnOPDSettings.for_learner``): the loss (``[distill]``), the
-    optimizer and run length (``[optim]``), ``[learner]``, the run's seed and id, and whether its
-    rank has a GPU."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    distill: DistillSettings
-    optim: OptimSettings
-    learner: LearnerSettings
-    seed: int
-    run_id: str | None
-    on_gpu: bool
-
-
 class TurnOPDSettings(TomlSettings):
     """Root of a run's settings: TOML file values, overridden by ``TURNOPD_SECTION__KEY`` env vars."""
 
@@ -241,27 +123,50 @@ class TurnOPDSettings(TomlSettings):
             blend=self.blend,
         )
 
+    def _service_token(self) -> SecretStr | None:
+        token = self.security.resolved_service_token()
+        return SecretStr(token) if token is not None else None
+
     def for_rollout_worker(self) -> RolloutWorkerServiceSettings:
         """A rollout worker's own settings, composed from the run's."""
-        token = self.security.resolved_service_token()
         return RolloutWorkerServiceSettings(
             models=self.models,
             seed=self.run.seed,
             rollout_worker=self.rollout_worker,
             task_reminder=self.rollout.task_reminder,
-            service_token=SecretStr(token) if token is not None else None,
+            gpus=self.cluster.rollout_gpus_per_worker,
+            pool_resource=self.cluster.pool_resources,
+            service_token=self._service_token(),
         )
 
     def for_learner(self) -> LearnerServiceSettings:
-        """A learner rank's own settings, composed from the run's."""
+        """The learner's own settings, composed from the run's."""
         return LearnerServiceSettings(
             distill=self.distill,
             optim=self.optim,
             learner=self.learner,
             seed=self.run.seed,
             run_id=self.run.run_id,
-            on_gpu=self.cluster.learner_gpus_per_worker > 0,
+            workers=self.cluster.learner_workers,
+            gpus_per_worker=self.cluster.learner_gpus_per_worker,
+            pool_resource=self.cluster.pool_resources,
         )
+
+    def for_teacher(self) -> TeacherServiceSettings:
+        """The `teacher` Serve app's own settings, composed from the run's."""
+        return TeacherServiceSettings(
+            teacher=self.teacher,
+            top_k=self.distill.distill_topk,
+            default_model=self.models.teacher,
+            cache_dir=self.models.cache_dir,
+            service_token=self._service_token(),
+        )
+
+    def for_env_gateway(self) -> EnvGatewayServiceSettings:
+        return EnvGatewayServiceSettings(env_gateway=self.env_gateway)
+
+    def for_redis(self) -> RedisServiceSettings:
+        return RedisServiceSettings(controller=self.controller)
 
     @model_validator(mode="before")
     @classmethod

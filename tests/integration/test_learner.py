@@ -37,7 +37,7 @@ def assert_same_weights(a, b):
 
 
 def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_student, tiny_teacher):
-    two = Learner(settings_for(2), tmp_path / "two", tiny_student)
+    two = Learner(settings_for(2).for_learner(), tmp_path / "two", tiny_student)
     try:
         assert two.resumed_step == 0
         res2 = run_steps(two, tiny_teacher, [1, 2])
@@ -47,7 +47,7 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
     assert ckpt is not None and read_state(ckpt)["step"] == 2
     assert (ckpt / "config.json").is_file() and (ckpt / "model.safetensors").is_file()
 
-    one = Learner(settings_for(1), tmp_path / "one", tiny_student)
+    one = Learner(settings_for(1).for_learner(), tmp_path / "one", tiny_student)
     try:
         res1 = run_steps(one, tiny_teacher, [1, 2, 3])
     finally:
@@ -62,7 +62,7 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
         assert_same_weights(w2, w1)
     assert res1[1][0].loss < res1[0][0].loss * 10  # a sane, finite second step
 
-    resumed = Learner(settings_for(1), tmp_path / "two", tiny_student)
+    resumed = Learner(settings_for(1).for_learner(), tmp_path / "two", tiny_student)
     try:
         assert resumed.resumed_step == 2  # continues after the last checkpoint, nothing replayed
         ((r3, w3),) = run_steps(resumed, tiny_teacher, [3])
@@ -84,7 +84,7 @@ def test_mini_batches_are_the_same_updates_on_one_and_two_workers(
     for workers in (1, 2):
         settings = settings_for(workers)
         settings.optim.mini_batches = 3
-        learner = Learner(settings, tmp_path / f"w{workers}", tiny_student)
+        learner = Learner(settings.for_learner(), tmp_path / f"w{workers}", tiny_student)
         try:
             results[workers] = run_steps(learner, tiny_teacher, [1, 2])
         finally:

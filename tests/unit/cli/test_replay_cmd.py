@@ -5,7 +5,7 @@ import pytest
 from services.contracts.controller import ProbeStats
 from services.contracts.jsonl import read_jsonl
 from services.controller.replay import replay
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 KEYS = ["step", "probe", "h_roll", "h_hat", "h_bar", "h_eff", "h_cov", "h_ctrl"]
 

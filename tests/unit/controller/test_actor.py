@@ -8,7 +8,7 @@ from services.controller.actor import ControllerService
 from services.controller.replay import replay
 from services.errors import ConflictError
 from services.settings import TurnOPDSettings
-from services.settings.tree import ControllerServiceSettings
+from services.settings.per_service import ControllerServiceSettings
 
 
 def settings() -> ControllerServiceSettings:

@@ -9,7 +9,7 @@ from services.contracts.controller import ProbeStats
 from services.controller import depth
 from services.controller.replay import replay, unused_snapshot_steps
 from services.errors import InputError
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 
 def test_probe_schedule_matches_algorithm_1():

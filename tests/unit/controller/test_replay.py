@@ -5,7 +5,7 @@ import pytest
 from services.contracts.controller import ProbeStats
 from services.controller.replay import replay
 from services.errors import InputError
-from services.settings.tree import DepthSettings
+from services.settings.algorithm import DepthSettings
 
 # H_min 2, H_max 10, probes at steps 1 (warm-up), 3 and 6, EMA weight 1/2, H_cov from one success.
 SETTINGS = DepthSettings(

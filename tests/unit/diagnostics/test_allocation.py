@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.diagnostics.allocation import diagnose, phase_of
 from services.errors import InputError
-from services.settings.tree import BlendSettings, DiagnosticsSettings
+from services.settings.algorithm import BlendSettings
+from services.settings.tree import DiagnosticsSettings
 
 
 def traj(tokens, kls, success=False):

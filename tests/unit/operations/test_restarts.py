@@ -12,6 +12,7 @@ from services.contracts.operations import RestartRequest
 from services.errors import ConflictError, InputError
 from services.operations.restarts import ResumeMismatchError, ServiceRestarts
 from services.settings import TurnOPDSettings
+from services.settings.per_service import RolloutWorkerServiceSettings
 
 
 class FakePool:
@@ -22,8 +23,8 @@ class FakePool:
         self.fail_with = fail_with
         self.replaced: list[tuple[int, object]] = []
 
-    def worker_settings(self, index: int) -> TurnOPDSettings:
-        return TurnOPDSettings()
+    def worker_settings(self, index: int) -> RolloutWorkerServiceSettings:
+        return TurnOPDSettings().for_rollout_worker()
 
     def replace_worker(self, index: int, settings: object = None) -> None:
         if self.fail_with is not None:
@@ -50,12 +51,35 @@ def test_a_worker_restart_is_counted_and_reported():
     result = restarts.run(RestartRequest(request_id="a", service="rollout-pool"), step=3)
     # no --config: each worker comes back with the settings it had
     assert (
-        result.ok and result.step == 3 and pool.replaced == [(0, TurnOPDSettings()), (1, TurnOPDSettings())]
+        result.ok
+        and result.step == 3
+        and pool.replaced == [(0, pool.worker_settings(0)), (1, pool.worker_settings(1))]
     )
     assert result.message == (
         "rollout-worker-0 replaced at weights version 7; rollout-worker-1 replaced at weights version 7"
     )
     assert restarts.counts["rollout-worker-1"] == 1 and restarts.history == [result]
+
+
+def test_a_worker_restart_with_a_config_takes_only_what_the_worker_may_change(tmp_path):
+    config = tmp_path / "new.toml"
+    config.write_text('[models]\nstudent = "other"\nmax_new_tokens = 17\n[optim]\nsteps = 3\n')
+    pool = FakePool()
+    request = RestartRequest(request_id="w", service="rollout-worker-1", config_path=str(config))
+    assert restarts_with(pool).run(request, step=2).ok
+    [(index, settings)] = pool.replaced
+    assert index == 1 and settings.models.max_new_tokens == 17 and settings.models.student == "student"
+
+
+def test_a_controller_restart_refuses_a_config_naming_why(tmp_path):
+    config = tmp_path / "new.toml"
+    config.write_text("[depth]\nmin = 3\n")
+    request = RestartRequest(request_id="k", service="controller", config_path=str(config))
+    result = restarts_with(FakePool()).run(request, step=2)
+    assert not result.ok and result.message == (
+        "InputError: controller takes nothing from a new config: every setting it has defines the run; "
+        "restart it without --config"
+    )
 
 
 @pytest.mark.parametrize("error", [InputError("no rollout-worker-9"), IndexError("list index out of range")])
@@ -97,7 +121,9 @@ def test_a_refused_scale_is_a_result_naming_why():
 
 def test_an_autoscaling_teacher_is_not_scaled_by_hand():
     restarts = restarts_with(FakePool())
-    restarts.teacher.settings = TurnOPDSettings.model_validate({"teacher": {"autoscaling": True}})
+    restarts.teacher.settings = TurnOPDSettings.model_validate(
+        {"teacher": {"autoscaling": True}}
+    ).for_teacher()
     result = restarts.run(RestartRequest(request_id="u", service="teacher", replicas=2), step=1)
     assert not result.ok and "the teacher autoscales between 1 and" in result.message
 

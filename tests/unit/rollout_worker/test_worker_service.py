@@ -41,8 +41,8 @@ def test_stale_weights_error_survives_pickling_as_ray_moves_it():
 
 def test_ray_options_name_the_worker_and_ask_for_the_pool_resource_on_pooled_clusters():
     settings = load_settings(None, {"cluster": {"rollout_gpus_per_worker": 1, "pool_resources": True}})
-    options = worker_options(settings, 2)
+    options = worker_options(settings.for_rollout_worker(), 2)
     assert options["name"] == "rollout-worker-2" and options["namespace"] == "turnopd"
     assert options["num_gpus"] == 1 and options["resources"] == {"rollout_pool": 1}
     assert options["max_restarts"] == -1
-    assert "resources" not in worker_options(load_settings(None), 0)
+    assert "resources" not in worker_options(load_settings(None).for_rollout_worker(), 0)

@@ -14,9 +14,10 @@ from pydantic import BaseModel
 
 from services.errors import ConfigError
 from services.settings import load_settings
+from services.settings.algorithm import DepthSettings, DistillSettings
 from services.settings.recipe import TeacherRecipeSettings
 from services.settings.teacher import TeacherSettings
-from services.settings.tree import DepthSettings, DistillSettings, TurnOPDSettings
+from services.settings.tree import TurnOPDSettings
 
 SERVICES = Path(__file__).resolve().parents[3] / "services"
 
@@ -25,6 +26,11 @@ READ_BY_THE_SETTINGS_THEMSELVES: dict[str, str] = {
     "cluster.teacher_replicas": "deploy/checks compares it with the manifests; the tree passes it to "
     "teacher.replicas, which the Serve deployment reads",
     "cluster.teacher_gpus_per_replica": "the same, with teacher.num_gpus",
+    # Composed into a service's own settings object (services/settings/per_service.py), whose field
+    # the service reads (checked below, test_composed_fields_are_read_by_their_service).
+    "cluster.learner_gpus_per_worker": "LearnerServiceSettings.gpus_per_worker",
+    "cluster.rollout_gpus_per_worker": "RolloutWorkerServiceSettings.gpus",
+    "cluster.pool_resources": "LearnerServiceSettings.pool_resource and RolloutWorkerServiceSettings.pool_resource",
 }
 
 
@@ -45,6 +51,12 @@ def is_settings_code(path: Path) -> bool:
 
 def code_outside_settings() -> str:
     return "\n".join(p.read_text() for p in SERVICES.rglob("*.py") if not is_settings_code(p))
+
+
+def test_composed_fields_are_read_by_their_service():
+    code = code_outside_settings()
+    for field in ("gpus_per_worker", "gpus", "pool_resource"):
+        assert re.search(rf"\.{field}\b", code), field
 
 
 def test_every_settings_field_is_read_outside_the_settings_package():
