@@ -1,12 +1,12 @@
-"""The services of a live run behind one lifecycle interface: replace (a fresh process, optionally
-with new settings), scale, and health (their rows of `turnopd status`).
+"""The services of a run behind one lifecycle interface: start, stop, replace (a fresh process,
+optionally with new settings), scale, and health (their rows of `turnopd status`).
 
-The stack starts them and stops them at the run's end, in order, on one ``ExitStack``
-(``services.operations.stack.start_stack``); each ``ManagedService`` here
-then owns what operating it needs: the settings it runs with now, how to replace it so that
-training never stops, skips or repeats an optimizer step (``services.operations.restarts`` states
-the rule for each), and how to report it. ``ServiceRestarts`` dispatches `turnopd restart` and
-`turnopd scale` to them; ``LiveRun`` asks them for `turnopd status`.
+``services.operations.stack.start_stack`` starts them in order and stops them in reverse at the
+run's end; each ``ManagedService`` here owns its live process (the Redis server, the controller
+actor, the gateway, the Serve app, the pool, the learner), the settings it runs with now, how to
+replace it so that training never stops, skips or repeats an optimizer step
+(``services.operations.restarts`` states the rule for each), and how to report it. The step
+pipeline sees only their handles, which stay valid across a replacement (``Stack``).
 """
 
 from abc import ABC, abstractmethod
@@ -14,21 +14,27 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import ray
+from ray import serve
 
 from services.cluster_capacity import check_free_resources
 from services.contracts.operations import ServiceStatus
 from services.controller.actor import start_controller
+from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.learner.service import Learner
+from services.models.registry import resolve_model_dir
+from services.operations.controller_client import ControllerClient
+from services.operations.learner_handle import LearnerHandle
 from services.operations.restart_rules import start_or_restore
-from services.operations.stack import Stack, deploy_teacher
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, TEACHER_APP
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
+from services.rollout_worker.pool import RolloutPool
+from services.run_dir import RunDir
 from services.settings.per_service import (
     ControllerServiceSettings,
     EnvGatewayServiceSettings,
@@ -40,7 +46,9 @@ from services.settings.per_service import (
 )
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.placement import replica_resources
+from services.teacher_scorer.serve_app import teacher_application
 
 S = TypeVar("S", bound=ServiceSettings)
 
@@ -63,6 +71,30 @@ def replicas_text(teacher: TeacherSettings) -> str:
     return f"{teacher.replicas} replica(s)"
 
 
+def deploy_teacher(settings: TeacherServiceSettings) -> None:
+    """Deploy (or redeploy, rolling) the `teacher` Serve app; an unset ``[teacher] model`` means the
+    run's ``[models] teacher``."""
+    teacher = settings.teacher
+    if not teacher.model:
+        model = resolve_model_dir(settings.default_model, settings.cache_dir)
+        teacher = teacher.model_copy(update={"model": str(model)})
+    token = settings.service_token.get_secret_value() if settings.service_token is not None else None
+    serve.run(
+        teacher_application(teacher, settings.top_k, token), name=TEACHER_APP, route_prefix=f"/{TEACHER_APP}"
+    )
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every service of a run knows: the run's settings, directory and id, and the config file
+    it was started with (the env gateway's process reads it itself)."""
+
+    settings: TurnOPDSettings
+    run: RunDir
+    run_id: str
+    config_file: Path | None
+
+
 @dataclass(frozen=True)
 class Change:
     """What a restart brings: the settings of a new config file (None: none given) and that file
@@ -73,20 +105,29 @@ class Change:
 
 
 class ManagedService(ABC, Generic[S]):
-    """One service of the run, holding its own settings object (``S``: what it runs with now).
-    ``kind`` names it in `turnopd restart`; ``counts`` is the run's restart count per service name."""
+    """One service of the run, holding its own settings object (``S``: what it runs with now) and,
+    once started, its live process. ``kind`` names it in `turnopd restart`; ``counts`` is the run's
+    restart count per service name."""
 
     kind: ClassVar[str]
 
-    def __init__(self, stack: Stack, counts: Counter[str]) -> None:
-        self.stack = stack
+    def __init__(self, ctx: RunContext, counts: Counter[str]) -> None:
+        self.ctx = ctx
         self.counts = counts
-        self.settings: S = self.compose(stack.settings)
+        self.settings: S = self.compose(ctx.settings)
 
     @staticmethod
     @abstractmethod
     def compose(run: TurnOPDSettings) -> S:
         """Its settings object, composed from a run's settings tree."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Bring it up with its settings."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop what it runs now (nothing if it never started, or is not this run's)."""
 
     def restarted(self, change: Change, current: S | None = None) -> S | None:
         """``current`` (default: what it runs with now) with what a restart may change taken from the
@@ -122,59 +163,199 @@ class ManagedService(ABC, Generic[S]):
         """Its rows of `turnopd status` (the driver's view; the CLI adds its own pings)."""
 
 
-class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
-    """The pool's workers; each holds its own settings (``RolloutPool.worker_settings``)."""
+class RedisOps(ManagedService[RedisServiceSettings]):
+    """The controller's state store: an external Redis (``[controller] redis_url`` / ``REDIS_URL``)
+    or an embedded redis-server in the run directory (a non-loopback URL needs a password)."""
 
-    kind = "rollout-worker"
+    kind = "redis"
+    url: str
+    server: EmbeddedRedis | None = None  # None: an external Redis this run does not own
 
     @staticmethod
-    def compose(run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
-        return run.for_rollout_worker()
+    def compose(run: TurnOPDSettings) -> RedisServiceSettings:
+        return run.for_redis()
+
+    def start(self) -> None:
+        controller = self.settings.controller
+        url = controller.resolved_redis_url()
+        if url:
+            self.url = url
+            return
+        password = controller.redis_password
+        self.server = EmbeddedRedis(
+            controller.embedded_redis_dir or self.ctx.run.redis_dir,
+            password=password.get_secret_value() if password else None,
+        )
+        self.url = self.server.start(controller.redis_start_timeout_s)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
 
     def replace(self, change: Change, step: int) -> str:
-        """``rollout-pool``: every worker, one after the other."""
-        return "; ".join(self.replace_worker(i, change) for i in range(self.stack.pool.size))
-
-    def replace_worker(self, index: int, change: Change) -> str:
-        pool = self.stack.pool
-        old = pool.worker_settings(index)
-        start_or_restore(lambda s: pool.replace_worker(index, s), self.restarted(change, old), old)
-        self.counts[worker_name(index)] += 1
-        return f"{worker_name(index)} replaced at weights version {pool.weights_version}"
-
-    def worker_version(self, index: int) -> str:
-        return self.stack.pool.worker_settings(index).fingerprint()
-
-    def scale(self, size: int) -> str:
-        """Resize in place (no restart, so no restart is counted)."""
-        pool = self.stack.pool
-        before = pool.resize(size)
-        return f"rollout pool {before} -> {size} workers at weights version {pool.weights_version}"
+        """The embedded server only: stopped and started again on the same port and append-only file."""
+        server = self.server
+        if server is None:
+            raise ConflictError(
+                "Redis is external to this run ([controller] redis_url or REDIS_URL); restart it where it runs"
+            )
+        new = self.restarted(change) or self.settings
+        server.restart(new.controller.redis_start_timeout_s)
+        self.settings = new
+        self.counts[self.kind] += 1
+        return f"redis-server restarted on port {server.port} from its append-only file"
 
     def status(self, step: int) -> list[ServiceStatus]:
-        pool = self.stack.pool
-        live = set(pool.live_workers)
-        rows = []
-        for i in range(pool.size):
-            name = worker_name(i)
-            rows.append(
-                ServiceStatus(
-                    name=name,
-                    health="ok" if name in live else "down",
-                    restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
-                    version=f"weights {pool.weights_version}, config {self.worker_version(i)}",
-                    detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
-                )
+        embedded = self.server is not None
+        return [
+            ServiceStatus(
+                name="redis",
+                health="ok",
+                restarts=self.counts[self.kind],
+                version="append-only file" if embedded else "external",
+                address=masked_url(self.url),
+                detail="embedded redis-server" if embedded else "external",
             )
-        return rows
+        ]
+
+
+class ControllerOps(ManagedService[ControllerServiceSettings]):
+    """The `controller` actor, its state in Redis; the pipeline calls it through ``client``."""
+
+    kind = "controller"
+    client: ControllerClient | None = None
+
+    def __init__(self, ctx: RunContext, counts: Counter[str], redis: RedisOps) -> None:
+        super().__init__(ctx, counts)
+        self.redis = redis
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> ControllerServiceSettings:
+        return run.for_controller()
+
+    def _actor(self) -> Any:
+        return start_controller(self.ctx.settings, self.ctx.run_id, self.redis.url)
+
+    def start(self) -> None:
+        self.client = ControllerClient(self._actor())
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.kill()
+
+    def replace(self, change: Change, step: int) -> str:
+        """Killed for good; a fresh actor loads the state from Redis; a call in flight is sent again."""
+        self.restarted(change)  # refuses a config: the controller's settings all define the run
+        client = started(self.client, self.kind)
+        ray.kill(client.handle, no_restart=True)
+        if not wait_name_free(CONTROLLER_ACTOR, NAMESPACE, 60.0):
+            raise TurnOPDError("the old controller's name is still taken after 60 s")
+        client.replace(self._actor())
+        self.counts[self.kind] += 1
+        state = client.handle.snapshot.remote()
+        return f"controller replaced; resumed from Redis at step {ray.get(state).depth.step}"
+
+    def status(self, step: int) -> list[ServiceStatus]:
+        return [
+            ServiceStatus(
+                name="controller",
+                health="ok",
+                restarts=self.counts[self.kind],
+                version=f"config {self.version()}",
+                detail="state in Redis",
+            )
+        ]
+
+
+class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
+    """The env gateway: external (``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``), else a local
+    gateway process on ``[env_gateway] port`` (0: any free port). Whoever plays against it follows
+    its replacements (``on_switch``)."""
+
+    kind = "env-gateway"
+    url: str
+    gateway: LocalGateway | None = None  # None: an external gateway this run does not own
+
+    def __init__(self, ctx: RunContext, counts: Counter[str]) -> None:
+        super().__init__(ctx, counts)
+        self._followers: list[Callable[[str], None]] = []
+
+    @staticmethod
+    def compose(run: TurnOPDSettings) -> EnvGatewayServiceSettings:
+        return run.for_env_gateway()
+
+    def on_switch(self, follow: Callable[[str], None]) -> None:
+        """``follow(url)`` is told the new gateway's URL before the old one stops."""
+        self._followers.append(follow)
+
+    def start(self) -> None:
+        url = self.settings.env_gateway.resolved_url()
+        if url is not None:
+            self.url = url
+            return
+        log_path = self.ctx.run.path("env_gateway.log")
+        self.gateway = LocalGateway(
+            self.ctx.config_file, log_path=log_path, port=self.settings.env_gateway.port
+        )
+        self.url = self.gateway.start().url
+
+    def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+
+    def replace(self, change: Change, step: int) -> str:
+        """A new gateway process on a new port; the pool plays every later request against it, then
+        the old one stops. It reads the config file itself."""
+        old = self.gateway
+        if old is None:
+            raise ConflictError(
+                f"the env gateway at {self.url} was not started by this run; restart it where it runs"
+            )
+        new = self.restarted(change)
+        count = self.counts[self.kind] + 1
+        config = change.config_path if change.config_path is not None else self.ctx.config_file
+        fresh = LocalGateway(config, log_path=self.ctx.run.path(f"env_gateway.{count}.log")).start()
+        for follow in self._followers:
+            follow(fresh.url)
+        self.gateway, self.url = fresh, fresh.url
+        old.stop()
+        self.settings = new or self.settings
+        self.counts[self.kind] += 1
+        return f"env gateway replaced: {old.url} -> {fresh.url}"
+
+    def status(self, step: int) -> list[ServiceStatus]:
+        return [
+            ServiceStatus(
+                name="env-gateway",
+                health="ok",
+                restarts=self.counts[self.kind],
+                version=f"config {self.version()}",
+                address=self.url,
+                detail="local process" if self.gateway is not None else "external",
+            )
+        ]
 
 
 class TeacherOps(ManagedService[TeacherServiceSettings]):
+    """The `teacher` Serve app; the pipeline scores through ``handle`` (Serve's handle follows
+    redeploys)."""
+
     kind = "teacher"
+    deployed = False
+    handle: TeacherHandleClient
 
     @staticmethod
     def compose(run: TurnOPDSettings) -> TeacherServiceSettings:
         return run.for_teacher()
+
+    def start(self) -> None:
+        deploy_teacher(self.settings)
+        self.deployed = True
+        self.handle = TeacherHandleClient()
+
+    def stop(self) -> None:
+        if self.deployed:
+            serve.delete(TEACHER_APP)
 
     @property
     def replicas(self) -> int:
@@ -219,156 +400,176 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         ]
 
 
-class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
-    kind = "env-gateway"
+class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
+    """The rollout pool's workers; each holds its own settings (``RolloutPool.worker_settings``).
+    The pipeline plays through ``pool``, which follows the gateway's replacements."""
+
+    kind = "rollout-worker"
+    pool: RolloutPool | None = None
+
+    def __init__(self, ctx: RunContext, counts: Counter[str], gateway: EnvGatewayOps) -> None:
+        super().__init__(ctx, counts)
+        self.gateway = gateway
+        gateway.on_switch(lambda url: started(self.pool, "rollout pool").switch_env_gateway(url))
 
     @staticmethod
-    def compose(run: TurnOPDSettings) -> EnvGatewayServiceSettings:
-        return run.for_env_gateway()
+    def compose(run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
+        return run.for_rollout_worker()
+
+    def start(self) -> None:
+        self.pool = RolloutPool(self.ctx.settings, self.gateway.url, self.ctx.settings.models.student)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
 
     def replace(self, change: Change, step: int) -> str:
-        """A new gateway process on a new port; the pool plays every later request against it, then
-        the old one stops. It reads the config file itself."""
-        stack = self.stack
-        if stack.gateway is None:
-            raise ConflictError(
-                f"the env gateway at {stack.env_url} was not started by this run; restart it where it runs"
-            )
-        config_path = change.config_path
-        count = self.counts[self.kind] + 1
-        config = config_path if config_path is not None else stack.config_file
-        fresh = LocalGateway(config, log_path=stack.run.path(f"env_gateway.{count}.log")).start()
-        stack.exits.callback(fresh.stop)
-        old = stack.gateway
-        stack.pool.switch_env_gateway(fresh.url)
-        stack.gateway, stack.env_url = fresh, fresh.url
-        old.stop()
-        self.settings = self.restarted(change) or self.settings
-        self.counts[self.kind] += 1
-        return f"env gateway replaced: {old.url} -> {fresh.url}"
+        """``rollout-pool``: every worker, one after the other."""
+        size = started(self.pool, "rollout pool").size
+        return "; ".join(self.replace_worker(i, change) for i in range(size))
+
+    def replace_worker(self, index: int, change: Change) -> str:
+        pool = started(self.pool, "rollout pool")
+        old = pool.worker_settings(index)
+        start_or_restore(lambda s: pool.replace_worker(index, s), self.restarted(change, old), old)
+        self.counts[worker_name(index)] += 1
+        return f"{worker_name(index)} replaced at weights version {pool.weights_version}"
+
+    def scale(self, size: int) -> str:
+        """Resize in place (no restart, so no restart is counted)."""
+        pool = started(self.pool, "rollout pool")
+        before = pool.resize(size)
+        return f"rollout pool {before} -> {size} workers at weights version {pool.weights_version}"
 
     def status(self, step: int) -> list[ServiceStatus]:
-        stack = self.stack
-        return [
-            ServiceStatus(
-                name="env-gateway",
-                health="ok",
-                restarts=self.counts[self.kind],
-                version=f"config {self.version()}",
-                address=stack.env_url,
-                detail="local process" if stack.gateway is not None else "external",
+        pool = started(self.pool, "rollout pool")
+        live = set(pool.live_workers)
+        rows = []
+        for i in range(pool.size):
+            name = worker_name(i)
+            rows.append(
+                ServiceStatus(
+                    name=name,
+                    health="ok" if name in live else "down",
+                    restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
+                    version=f"weights {pool.weights_version}, config {pool.worker_settings(i).fingerprint()}",
+                    detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
+                )
             )
-        ]
-
-
-class ControllerOps(ManagedService[ControllerServiceSettings]):
-    kind = "controller"
-
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> ControllerServiceSettings:
-        return run.for_controller()
-
-    def replace(self, change: Change, step: int) -> str:
-        """Killed for good; a fresh actor loads the state from Redis; a call in flight is sent again."""
-        stack = self.stack
-        self.restarted(change)  # refuses a config: the controller's settings all define the run
-        ray.kill(stack.controller.handle, no_restart=True)
-        if not wait_name_free(CONTROLLER_ACTOR, NAMESPACE, 60.0):
-            raise TurnOPDError("the old controller's name is still taken after 60 s")
-        stack.controller.replace(start_controller(stack.settings, stack.run_id, stack.redis_url))
-        self.counts[self.kind] += 1
-        state = stack.controller.handle.snapshot.remote()
-        return f"controller replaced; resumed from Redis at step {ray.get(state).depth.step}"
-
-    def status(self, step: int) -> list[ServiceStatus]:
-        return [
-            ServiceStatus(
-                name="controller",
-                health="ok",
-                restarts=self.counts[self.kind],
-                version=f"config {self.version()}",
-                detail="state in Redis",
-            )
-        ]
+        return rows
 
 
 class LearnerOps(ManagedService[LearnerServiceSettings]):
+    """The learner (Ray Train); the pipeline steps it through ``handle``, which a replacement keeps."""
+
     kind = "learner"
+    handle: LearnerHandle | None = None
+
+    def __init__(self, ctx: RunContext, counts: Counter[str], pool: RolloutPoolOps) -> None:
+        super().__init__(ctx, counts)
+        self.pool = pool
 
     @staticmethod
     def compose(run: TurnOPDSettings) -> LearnerServiceSettings:
         return run.for_learner()
 
-    def __init__(self, stack: Stack, counts: Counter[str]) -> None:
-        super().__init__(stack, counts)
-        # Run before a learner closes (after the pool's own copy): each copies the weights the old
-        # learner put that it still holds.
-        self.keep_weights: list[Callable[[], None]] = []
+    def _learner(self, settings: LearnerServiceSettings) -> Learner:
+        models = self.ctx.settings.models
+        return Learner(settings, self.ctx.run.root, resolve_model_dir(models.student, models.cache_dir))
+
+    def start(self) -> None:
+        self.handle = LearnerHandle(self._learner(self.settings))
+        # Before a learner closes, the pool copies the weights it put that the pool still holds.
+        self.handle.keep_before_close(lambda: started(self.pool.pool, "rollout pool").own_weights())
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
 
     def replace(self, change: Change, step: int) -> str:
         """Only between steps (the driver's thread): checkpoint, close, resume in a new trainer."""
-        stack = self.stack
-        new = self.restarted(change)  # before anything stops: a config it cannot take is refused here
+        handle = started(self.handle, self.kind)
+        new = self.restarted(change)
         if step > 0:
-            stack.learner.checkpoint(step)
-        for keep in [stack.pool.own_weights, *self.keep_weights]:
-            keep()
-        stack.learner.close()
-        self.settings = start_or_restore(lambda s: self._start(s, step), new, self.settings)
+            handle.checkpoint(step)
+        handle.retire()
+        self.settings = start_or_restore(lambda s: self._resume(handle, s, step), new, self.settings)
         self.counts[self.kind] += 1
         return f"learner replaced; resumed from the checkpoint of step {step}"
 
-    def _start(self, settings: LearnerServiceSettings, step: int) -> None:
-        learner = Learner(settings, self.stack.run.root, self.stack.student_dir)
-        self.stack.exits.callback(learner.close)
-        self.stack.learner = learner
+    def _resume(self, handle: LearnerHandle, settings: LearnerServiceSettings, step: int) -> None:
+        learner = self._learner(settings)
+        handle.attach(learner)
         if learner.resumed_step != step:
             raise ResumeMismatchError(
                 f"the new learner resumed at step {learner.resumed_step}, not at the completed step {step}"
             )
 
     def status(self, step: int) -> list[ServiceStatus]:
-        learner = self.stack.learner
+        handle = started(self.handle, self.kind)
         return [
             ServiceStatus(
                 name="learner",
-                health="ok" if learner.alive else "down",
+                health="ok" if handle.alive else "down",
                 restarts=self.counts[self.kind],
                 version=f"step {step}, config {self.version()}",
-                detail=f"Ray Train, {learner.world} worker(s)",
+                detail=f"Ray Train, {handle.world} worker(s)",
             )
         ]
 
 
-class RedisOps(ManagedService[RedisServiceSettings]):
-    kind = "redis"
+T = TypeVar("T")
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> RedisServiceSettings:
-        return run.for_redis()
 
-    def replace(self, change: Change, step: int) -> str:
-        """The embedded server only: stopped and started again on the same port and append-only file."""
-        server = self.stack.redis
-        if server is None:
-            raise ConflictError(
-                "Redis is external to this run ([controller] redis_url or REDIS_URL); restart it where it runs"
-            )
-        new = self.restarted(change) or self.settings
-        server.restart(new.controller.redis_start_timeout_s)
-        self.settings = new
-        self.counts[self.kind] += 1
-        return f"redis-server restarted on port {server.port} from its append-only file"
+def started(live: T | None, what: str) -> T:
+    """``live``, else the error that the service has not started (or was never this run's)."""
+    if live is None:
+        raise ConflictError(f"the {what} has not started")
+    return live
 
-    def status(self, step: int) -> list[ServiceStatus]:
-        stack = self.stack
-        return [
-            ServiceStatus(
-                name="redis",
-                health="ok",
-                restarts=self.counts[self.kind],
-                version="append-only file" if stack.redis is not None else "external",
-                address=masked_url(stack.redis_url),
-                detail="embedded redis-server" if stack.redis is not None else "external",
-            )
+
+@dataclass(frozen=True)
+class Services:
+    """The run's six services; ``in_start_order`` starts them (each needs the ones before it)."""
+
+    redis: RedisOps
+    controller: ControllerOps
+    env_gateway: EnvGatewayOps
+    teacher: TeacherOps
+    pool: RolloutPoolOps
+    learner: LearnerOps
+
+    @classmethod
+    def of(cls, ctx: RunContext) -> "Services":
+        counts: Counter[str] = Counter()
+        redis = RedisOps(ctx, counts)
+        gateway = EnvGatewayOps(ctx, counts)
+        pool = RolloutPoolOps(ctx, counts, gateway)
+        return cls(
+            redis=redis,
+            controller=ControllerOps(ctx, counts, redis),
+            env_gateway=gateway,
+            teacher=TeacherOps(ctx, counts),
+            pool=pool,
+            learner=LearnerOps(ctx, counts, pool),
+        )
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Restarts per service name (shared by all six)."""
+        return self.redis.counts
+
+    def in_start_order(self) -> list[ManagedService[Any]]:
+        return [self.redis, self.controller, self.env_gateway, self.teacher, self.pool, self.learner]
+
+    def by_kind(self) -> dict[str, ManagedService[Any]]:
+        """By ``kind``, in the order `turnopd status` lists them."""
+        order: list[ManagedService[Any]] = [
+            self.controller,
+            self.pool,
+            self.teacher,
+            self.env_gateway,
+            self.learner,
+            self.redis,
         ]
+        return {service.kind: service for service in order}

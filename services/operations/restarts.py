@@ -18,7 +18,7 @@ Training never stops, skips or repeats an optimizer step:
   (it must report the same step, else the run stops). The pool already holds those weights;
   before the old trainer goes, the weights its rank 0 put in the object store that are still
   needed (the pool's; with ``[pipeline] max_staleness`` >= 1, versions not yet published) are
-  copied into objects the driver owns (``keep_weights``).
+  copied into objects the driver owns (``LearnerHandle.keep_before_close``).
 * ``redis`` (the embedded server only): stopped and started again on the same port and
   append-only file; the controller's commands reconnect and a transaction cut off is run again.
 
@@ -31,24 +31,12 @@ failure.
 
 import logging
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
-from services.operations.lifecycle import (
-    Change,
-    ControllerOps,
-    EnvGatewayOps,
-    LearnerOps,
-    ManagedService,
-    RedisOps,
-    ResumeMismatchError,
-    RolloutPoolOps,
-    TeacherOps,
-)
+from services.operations.lifecycle import Change, ManagedService, ResumeMismatchError, Services
 from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
-from services.operations.stack import Stack
 from services.settings import load_settings
 
 __all__ = ["ResumeMismatchError", "ServiceRestarts"]
@@ -57,27 +45,13 @@ log = logging.getLogger(__name__)
 
 
 class ServiceRestarts:
-    """`turnopd restart` and `turnopd scale` for the services of one ``Stack`` (each a
-    ``ManagedService``), with the restart counts and history `turnopd status` shows."""
+    """`turnopd restart` and `turnopd scale` for a run's ``Services``, with the restart counts and
+    history `turnopd status` shows."""
 
-    def __init__(self, stack: Stack) -> None:
-        self.stack = stack
-        self.counts: Counter[str] = Counter()
-        self.pool = RolloutPoolOps(stack, self.counts)
-        self.teacher = TeacherOps(stack, self.counts)
-        self.learner = LearnerOps(stack, self.counts)
-        # In the order `turnopd status` lists them.
-        self.services: dict[str, ManagedService[Any]] = {
-            s.kind: s
-            for s in (
-                ControllerOps(stack, self.counts),
-                self.pool,
-                self.teacher,
-                EnvGatewayOps(stack, self.counts),
-                self.learner,
-                RedisOps(stack, self.counts),
-            )
-        }
+    def __init__(self, services: Services) -> None:
+        self.pool = services.pool
+        self.counts = services.counts
+        self.services = services.by_kind()  # in the order `turnopd status` lists them
         self.history: list[RestartResult] = []
 
     def status(self, step: int) -> list[ServiceStatus]:

@@ -303,7 +303,7 @@ def train(
         on_phase("starting the services")
         stack = start_stack(settings, run, config_file, exits)
         start = _resume(stack, run)
-        restarts = ServiceRestarts(stack)
+        restarts = ServiceRestarts(stack.services)
         live = LiveRun(stack, restarts, control, start)
         ops = RestartLoop(live, restarts).start()
         exits.callback(ops.stop)
@@ -318,7 +318,9 @@ def train(
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),
                 learner=out.result,
             )
-            exporter.observe_pool(stack.pool.stats, len(stack.pool.live_workers), restarts.teacher.replicas)
+            exporter.observe_pool(
+                stack.pool.stats, len(stack.pool.live_workers), stack.services.teacher.replicas
+            )
             live.step_done(out.metrics)
             on_step(out.metrics)
 
@@ -391,7 +393,7 @@ def train(
                 lambda step, cumulative_s: evals.put(evaluated(step, cumulative_s)),
                 lambda ref: ray.put(ray.get(ref)),
             )
-            restarts.learner.keep_weights.append(lanes.own_weights)
+            stack.learner.keep_before_close(lanes.own_weights)
             lanes.run(lambda: stack.learner, cumulative, step_done)
             report_evals()
         live.set_phase("finished")

@@ -4,13 +4,16 @@ A fake pool stands in for the Ray actors (this tests the glue; the real thing ru
 tests/integration/test_chaos.py).
 """
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from services.contracts.operations import RestartRequest
 from services.errors import ConflictError, InputError
+from services.operations.lifecycle import RunContext, Services
 from services.operations.restarts import ResumeMismatchError, ServiceRestarts
+from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
 
@@ -38,11 +41,18 @@ class FakePool:
         return before
 
 
+def services_with(pool: FakePool) -> Services:
+    """The run's services, not started: a fake pool, an external gateway and Redis."""
+    ctx = RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r", config_file=None)
+    services = Services.of(ctx)
+    services.pool.pool = pool  # type: ignore[assignment]
+    services.env_gateway.url = "http://x"
+    services.redis.url = "redis://localhost:6379/0"
+    return services
+
+
 def restarts_with(pool: FakePool) -> ServiceRestarts:
-    stack = SimpleNamespace(
-        settings=TurnOPDSettings(), pool=pool, gateway=None, redis=None, env_url="http://x"
-    )
-    return ServiceRestarts(stack)  # type: ignore[arg-type]
+    return ServiceRestarts(services_with(pool))
 
 
 def test_a_worker_restart_is_counted_and_reported():
@@ -121,7 +131,7 @@ def test_a_refused_scale_is_a_result_naming_why():
 
 def test_an_autoscaling_teacher_is_not_scaled_by_hand():
     restarts = restarts_with(FakePool())
-    restarts.teacher.settings = TurnOPDSettings.model_validate(
+    restarts.services["teacher"].settings = TurnOPDSettings.model_validate(
         {"teacher": {"autoscaling": True}}
     ).for_teacher()
     result = restarts.run(RestartRequest(request_id="u", service="teacher", replicas=2), step=1)
@@ -132,9 +142,10 @@ def test_status_lists_every_service_once_in_order_with_its_restarts():
     pool = FakePool()
     pool.live_workers = ["rollout-worker-0"]  # type: ignore[attr-defined]
     pool.stats = SimpleNamespace(replacements_by_worker=[0, 0], crashes_by_worker=[0, 2])  # type: ignore[attr-defined]
-    restarts = restarts_with(pool)
-    restarts.stack.learner = SimpleNamespace(alive=True, world=1)
-    restarts.stack.redis_url = "redis://:pw@10.0.0.5:6379/0"
+    services = services_with(pool)
+    services.learner.handle = SimpleNamespace(alive=True, world=1)  # type: ignore[assignment]
+    services.redis.url = "redis://:pw@10.0.0.5:6379/0"
+    restarts = ServiceRestarts(services)
     restarts.run(RestartRequest(request_id="c", service="rollout-worker-0"), step=2)
     rows = {row.name: row for row in restarts.status(step=2)}
     assert list(rows) == [
@@ -155,3 +166,23 @@ def test_status_lists_every_service_once_in_order_with_its_restarts():
 def test_only_pools_scale():
     with pytest.raises(ConflictError, match="controller has no replicas to scale"):
         restarts_with(FakePool()).services["controller"].scale(2)
+
+
+def test_services_start_in_dependency_order_and_an_unstarted_one_stops_safely():
+    services = Services.of(
+        RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r", config_file=None)
+    )
+    kinds = [service.kind for service in services.in_start_order()]
+    assert kinds == ["redis", "controller", "env-gateway", "teacher", "rollout-worker", "learner"]
+    for service in reversed(services.in_start_order()):
+        service.stop()  # a start-up that failed early stops the services it never reached
+
+
+def test_the_pool_follows_a_gateway_switch():
+    pool = FakePool()
+    switched: list[str] = []
+    pool.switch_env_gateway = switched.append  # type: ignore[attr-defined]
+    services = services_with(pool)
+    for follow in services.env_gateway._followers:
+        follow("http://127.0.0.1:9")
+    assert switched == ["http://127.0.0.1:9"]

@@ -28,6 +28,8 @@ READ_BY_THE_SETTINGS_THEMSELVES: dict[str, str] = {
     "cluster.teacher_gpus_per_replica": "the same, with teacher.num_gpus",
     # Composed into a service's own settings object (services/settings/per_service.py), whose field
     # the service reads (checked below, test_composed_fields_are_read_by_their_service).
+    "controller.redis_url": "read with its REDIS_URL fallback by ControllerSettings.resolved_redis_url(), "
+    "which the Redis service calls",
     "cluster.learner_gpus_per_worker": "LearnerServiceSettings.gpus_per_worker",
     "cluster.rollout_gpus_per_worker": "RolloutWorkerServiceSettings.gpus",
     "cluster.pool_resources": "LearnerServiceSettings.pool_resource and RolloutWorkerServiceSettings.pool_resource",
@@ -55,7 +57,7 @@ def code_outside_settings() -> str:
 
 def test_composed_fields_are_read_by_their_service():
     code = code_outside_settings()
-    for field in ("gpus_per_worker", "gpus", "pool_resource"):
+    for field in ("gpus_per_worker", "gpus", "pool_resource", "resolved_redis_url"):
         assert re.search(rf"\.{field}\b", code), field
 
 

@@ -1,0 +1,43 @@
+"""The learner handle the pipeline holds: valid across a replacement of the trainer behind it."""
+
+from services.operations.learner_handle import LearnerHandle
+
+
+class FakeLearner:
+    def __init__(self, name: str, events: list[str], resumed_step: int = 0) -> None:
+        self.name, self.events, self.resumed_step = name, events, resumed_step
+        self.world, self.alive = 1, True
+
+    def step(self, batch: object) -> tuple[str, None]:
+        self.events.append(f"{self.name} step")
+        return self.name, None
+
+    def checkpoint(self, step: int) -> None:
+        self.events.append(f"{self.name} checkpoint {step}")
+
+    def close(self) -> None:
+        self.events.append(f"{self.name} close")
+        self.alive = False
+
+
+def test_a_replacement_keeps_the_weights_first_then_the_handle_steps_the_new_trainer():
+    events: list[str] = []
+    handle = LearnerHandle(FakeLearner("old", events))  # type: ignore[arg-type]
+    handle.keep_before_close(lambda: events.append("pool keeps its weights"))
+    handle.keep_before_close(lambda: events.append("lanes keep theirs"))
+    assert handle.step(object()) == ("old", None)  # type: ignore[arg-type]
+    handle.checkpoint(3)
+    handle.retire()
+    handle.attach(FakeLearner("new", events, resumed_step=3))  # type: ignore[arg-type]
+    assert handle.resumed_step == 3 and handle.alive
+    assert handle.step(object()) == ("new", None)  # type: ignore[arg-type]
+    handle.close()
+    assert events == [
+        "old step",
+        "old checkpoint 3",
+        "pool keeps its weights",
+        "lanes keep theirs",
+        "old close",
+        "new step",
+        "new close",  # the run's end closes the trainer without copying weights
+    ]
