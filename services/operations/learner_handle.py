@@ -12,6 +12,7 @@ from services.learner.service import Learner
 class LearnerHandle:
     def __init__(self, learner: Learner) -> None:
         self._learner = learner
+        self._every = [learner]  # every trainer attached, each closed by the run's end
         self._lock = threading.Lock()
         self._before_close: list[Callable[[], None]] = []
 
@@ -52,7 +53,10 @@ class LearnerHandle:
     def attach(self, learner: Learner) -> None:
         with self._lock:
             self._learner = learner
+            self._every.append(learner)
 
     def close(self) -> None:
-        """Close the trainer at the run's end."""
-        self.current.close()
+        """At the run's end: close the trainer, and any attached since that a failed replacement
+        left behind (closing a closed one does nothing)."""
+        for learner in reversed(self._every):
+            learner.close()

@@ -16,7 +16,8 @@ class FakeLearner:
         self.events.append(f"{self.name} checkpoint {step}")
 
     def close(self) -> None:
-        self.events.append(f"{self.name} close")
+        if self.alive:  # a second close does nothing, as Learner.close
+            self.events.append(f"{self.name} close")
         self.alive = False
 
 
@@ -41,3 +42,13 @@ def test_a_replacement_keeps_the_weights_first_then_the_handle_steps_the_new_tra
         "new step",
         "new close",  # the run's end closes the trainer without copying weights
     ]
+
+
+def test_a_trainer_left_behind_by_a_failed_replacement_is_closed_at_the_runs_end():
+    events: list[str] = []
+    handle = LearnerHandle(FakeLearner("old", events))  # type: ignore[arg-type]
+    handle.retire()
+    handle.attach(FakeLearner("mismatched", events, resumed_step=2))  # type: ignore[arg-type]
+    handle.attach(FakeLearner("restored", events, resumed_step=3))  # type: ignore[arg-type]
+    handle.close()
+    assert events == ["old close", "restored close", "mismatched close"]
