@@ -1,15 +1,19 @@
-"""Ray in one place: joining or starting it (``turnopd train``, ``turnopd eval``), placing the actors
+"""Ray in one place: starting or joining it (``turnopd train``, ``turnopd eval``, the standalone
+teacher), joining a live run's cluster (``turnopd status``/``restart``/``scale``), placing the actors
 that belong to no pool, and waiting for a killed named actor's name to come free. The names
 themselves: ``services/ray_names.py``."""
 
+import logging
 import math
 import os
+import socket
 import time
 from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from services.errors import NotFoundError
 from services.ray_names import NAMESPACE
 
 
@@ -23,6 +27,40 @@ def ensure_ray(cpus_needed: float) -> bool:
     cpus = max(os.cpu_count() or 1, math.ceil(cpus_needed)) if local else None
     ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, num_cpus=cpus)
     return True
+
+
+def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast on a ``host:port`` nothing listens on (Ray itself would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise NotFoundError(
+            f"no Ray cluster answers at {address} (RAY_ADDRESS): {exc.strerror or exc}"
+        ) from None
+
+
+def join_cluster() -> None:
+    """Connect to ``RAY_ADDRESS``'s cluster, else the one running on this machine (namespace `turnopd`)."""
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS", "auto")
+    _check_reachable(address)
+    try:
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
+    except ConnectionError as exc:
+        raise NotFoundError(
+            f"no Ray cluster at {address!r} (is `turnopd train` running? set RAY_ADDRESS): "
+            f"{' '.join(str(exc).split())[:200]}"
+        ) from None
 
 
 def wait_name_free(name: str, namespace: str, timeout_s: float) -> bool:

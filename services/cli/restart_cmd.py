@@ -22,7 +22,8 @@ def restart(
         check_service_name(service)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    from services.operations.run_client import join_cluster, submit_restart, wait_restart
+    from services.operations.run_client import submit_restart, wait_restart
+    from services.ray_session import join_cluster
 
     join_cluster()
     request_id = submit_restart(service, config)

@@ -19,7 +19,8 @@ def scale(
         scale_service(pool, replicas)  # before joining a cluster: bad input fails at once
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    from services.operations.run_client import join_cluster, submit_scale, wait_restart
+    from services.operations.run_client import submit_scale, wait_restart
+    from services.ray_session import join_cluster
 
     join_cluster()
     result = wait_restart(submit_scale(pool, replicas), timeout)

@@ -1,12 +1,10 @@
-"""The operator's side of a live run: join its Ray cluster, read its status, file restart requests.
+"""The operator's side of a live run: read its status, file restart requests (after
+``services.ray_session.join_cluster``).
 
 `turnopd status` and `turnopd restart` are thin shells over these functions, and the chaos test
 calls them too, so tests exercise exactly the path operators use.
 """
 
-import logging
-import os
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -23,43 +21,8 @@ from services.contracts.operations import (
 )
 from services.errors import InputError, NotFoundError, TurnOPDError
 from services.operations.run_control import find_run_control
-from services.ray_names import NAMESPACE
 
 _POLL_S = 0.5
-
-
-def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
-    """Fail fast on a ``host:port`` nothing listens on (Ray itself would retry for minutes)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or "://" in address or not port.isdigit():
-        return
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise NotFoundError(
-            f"no Ray cluster answers at {address} (RAY_ADDRESS): {exc.strerror or exc}"
-        ) from None
-
-
-def join_cluster() -> None:
-    """Connect to ``RAY_ADDRESS``'s cluster, else the one running on this machine (namespace `turnopd`)."""
-    if ray.is_initialized():
-        return
-    address = os.environ.get("RAY_ADDRESS", "auto")
-    _check_reachable(address)
-    try:
-        ray.init(
-            address=address,
-            namespace=NAMESPACE,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            configure_logging=False,
-        )
-    except ConnectionError as exc:
-        raise NotFoundError(
-            f"no Ray cluster at {address!r} (is `turnopd train` running? set RAY_ADDRESS): "
-            f"{' '.join(str(exc).split())[:200]}"
-        ) from None
 
 
 def run_status(control: Any | None = None) -> RunStatus:

@@ -10,8 +10,8 @@ import ray
 from ray import serve
 from rich.console import Console
 
-from services.ray_names import NAMESPACE
 from services.ray_names import TEACHER_APP as APP_NAME
+from services.ray_session import ensure_ray
 from services.service_auth import check_bind
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.engine import checkpoint_dir
@@ -25,7 +25,7 @@ def serve_teacher(settings: TurnOPDSettings, console: Console) -> None:
     token = settings.security.resolved_service_token()
     check_bind(teacher.host, token, "teacher")
     with console.status("starting Ray"):
-        ray.init(namespace=NAMESPACE, include_dashboard=False, ignore_reinit_error=True)
+        ensure_ray(teacher.num_cpus * max(teacher.replicas, teacher.min_replicas))
     try:
         with console.status(f"deploying the teacher app ({teacher.engine}, {teacher.model})"):
             serve.start(http_options={"host": teacher.host, "port": teacher.port})
