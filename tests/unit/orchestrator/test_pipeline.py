@@ -47,7 +47,11 @@ class LanePool(FakePool):
         assert weights_version == self.weights_version, (step, weights_version, self.weights_version)
         with self.playing:
             self.events.append(("play", step, weights_version))
-            time.sleep(self.slow.get(step, 0.0))
+            hold = self.slow.get(step, 0.0)
+            if isinstance(hold, threading.Event):  # plays until the test lets it finish
+                assert hold.wait(timeout=30)
+            else:
+                time.sleep(hold)
             if step == self.empty_at:
                 return self.result([])
             self.trajectories = [
@@ -175,13 +179,15 @@ def test_a_resumed_run_plays_the_first_steps_with_the_checkpoints_weights():
 
 def test_weights_not_yet_published_are_copied_before_a_learner_closes():
     events, outcomes = [], []
-    pool = LanePool(events, slow={3: 0.8})
+    step_3_may_end = threading.Event()
+    pool = LanePool(events, slow={3: step_3_may_end})
     _, lanes = lanes_over(settings(steps=4), pool, evals=[])
 
     def on_step(outcome):
         outcomes.append(outcome)
         if outcome.metrics.step == 2:  # step 3 still plays: version 2 is not published yet
             lanes.own_weights()
+            step_3_may_end.set()
 
     lanes.run(lambda: LaneLearner(events), 0.0, on_step)
     assert pool.published == [("weights-1", 1), ("own-weights-2", 2), ("weights-3", 3), ("weights-4", 4)]
