@@ -14,10 +14,13 @@ the batch, so the loss is ``sum_i w_i * l_i``.
   (their estimates are too thin) nor dropped; the reliable turns share the remaining mass
   1 - (trajectory-level mass of unreliable tokens). With no reliable turn, turn level = trajectory level.
 * Blend: w = (1 - alpha) * w_traj + alpha * w_turn.
+* Several task sources (``mixed_weights``): each source's part of the batch is blended on its own
+  (its alpha, its survivors, its reliable turns), then the parts are scaled by the sources' shares.
 """
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from services.errors import InputError
@@ -117,3 +120,40 @@ def segment_masses(turn_tokens: Sequence[Sequence[int]], weights: SegmentWeights
         [w * n for n, w in zip(row, wrow, strict=True)]
         for row, wrow in zip(turn_tokens, weights, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class SourcePart:
+    """One source's part of a multi-source batch: its trajectories (batch indices), its share of the
+    batch, its blend ``alpha`` and its reliability floor (``[blend] min_floor``/``min_frac``)."""
+
+    indices: Sequence[int]
+    share: float
+    alpha: float
+    min_floor: int
+    min_frac: float
+
+
+def mixed_weights(turn_tokens: Sequence[Sequence[int]], parts: Sequence[SourcePart]) -> SegmentWeights:
+    """Per-source blended weights, combined by the sources' shares.
+
+    Within source e (trajectories B_e, share pi_e) the weights are ``blended_weights`` of B_e alone,
+    with e's alpha and with survivor counts, reliable turns and n_min from B_e: their masses sum to 1
+    over B_e. The batch weight is w_i = pi_e / (sum of the shares of the sources in the batch) * w^e_i,
+    so the masses sum to 1 over the batch and each source carries its share. One source with share 1
+    gives ``blended_weights`` exactly.
+    """
+    _check(turn_tokens)
+    covered = sorted(i for part in parts for i in part.indices)
+    if covered != list(range(len(turn_tokens))):
+        raise InputError(f"the sources' parts must cover the {len(turn_tokens)} trajectories once each")
+    present = [part for part in parts if part.indices]
+    total = math.fsum(part.share for part in present)
+    weights: SegmentWeights = [[] for _ in turn_tokens]
+    for part in present:
+        rows = [turn_tokens[i] for i in part.indices]
+        own = blended_weights(rows, part.alpha, part.min_floor, part.min_frac)
+        scale = part.share / total
+        for i, row in zip(part.indices, own, strict=True):
+            weights[i] = row if scale == 1.0 else [scale * w for w in row]
+    return weights

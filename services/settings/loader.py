@@ -30,12 +30,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     """Render a pydantic error as '<dotted.key>: <problem> (got <value>)'; several joined by '; '."""
     parts = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "<root>"
         msg = str(err["msg"]).removeprefix("Value error, ")
+        if not err["loc"]:  # a check across sections: its message names the keys
+            parts.append(msg)
+            continue
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         got = f" (got {err['input']!r})" if err["type"] not in ("extra_forbidden", "missing") else ""
-        parts.append(f"{key}: {msg}{got}")
+        parts.append(f"{'.'.join(str(p) for p in err['loc'])}: {msg}{got}")
     return "; ".join(parts)
 
 
@@ -45,7 +47,7 @@ Root = TypeVar("Root", bound=TomlSettings)
 def load_tree(
     root: type[Root],
     path: Path | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     sections: Collection[str] | None = None,
 ) -> Root:
     """Build a settings root: ``overrides`` beat ``TURNOPD_SECTION__KEY`` env vars, which beat the
@@ -55,7 +57,9 @@ def load_tree(
         values = {name: value for name, value in values.items() if name in sections}
     try:
         with file_values(values):
-            init: dict[str, Any] = {k: dict(v) for k, v in (overrides or {}).items()}
+            init: dict[str, Any] = {
+                k: dict(v) if isinstance(v, Mapping) else v for k, v in (overrides or {}).items()
+            }
             return root(**init)
     except ValidationError as exc:
         where = f" in {path}" if path is not None else ""
@@ -64,7 +68,7 @@ def load_tree(
 
 def load_settings(
     path: Path | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     sections: Collection[str] | None = None,
 ) -> TurnOPDSettings:
     """A run's settings (``load_tree``)."""

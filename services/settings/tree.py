@@ -31,6 +31,7 @@ from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.security import SecuritySettings
 from services.settings.sources import TomlSettings
+from services.settings.task_mix import TaskSource, TaskSourceSettings, resolve_sources
 from services.settings.teacher import TeacherSettings
 from services.settings_section import Section
 from services.vllm_support.limits import temperature_problem
@@ -112,6 +113,28 @@ class TurnOPDSettings(TomlSettings):
     rollout_worker: RolloutWorkerSettings = Field(default_factory=RolloutWorkerSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     retrieval_server: RetrievalServerSettings = Field(default_factory=RetrievalServerSettings)
+    sources: list[TaskSourceSettings] = Field(
+        default_factory=list,
+        description="Task sources of a multi-environment run (empty: [rollout] env alone).",
+    )
+
+    def task_sources(self) -> list[TaskSource]:
+        """The sources a step plays, every override applied (one, the run's own, without [[sources]])."""
+        if self.sources:
+            return resolve_sources(self.sources, self.depth, self.blend, self.rollout.max_turns)
+        return [
+            TaskSource(
+                env=self.rollout.env,
+                share=1.0,
+                teacher=self.models.teacher,
+                split="train",
+                eval_split=self.eval.split,
+                task_types=tuple(self.rollout.task_types),
+                max_turns=self.rollout.max_turns,
+                depth=self.depth,
+                blend=self.blend,
+            )
+        ]
 
     def for_controller(self) -> ControllerServiceSettings:
         """The controller service's own settings, composed from the run's."""
@@ -175,6 +198,29 @@ class TurnOPDSettings(TomlSettings):
             for name in sorted(set(data) & set(MOVED_SECTIONS)):
                 raise ValueError(MOVED_SECTIONS[name])
         return data
+
+    @model_validator(mode="after")
+    def _one_task_mix(self) -> "TurnOPDSettings":
+        """With [[sources]], each source names its env, teacher and eval split: the run-wide keys
+        they replace may not be set too (they would do nothing)."""
+        if not self.sources:
+            return self
+        for section, key in (
+            ("rollout", "env"),
+            ("rollout", "task_types"),
+            ("eval", "split"),
+            ("models", "teacher"),
+        ):
+            if key in getattr(self, section).model_fields_set:
+                raise ValueError(
+                    f"{section}.{key} is set, but a run with [[sources]] takes it from each source; remove it"
+                )
+        if self.teacher.model:
+            raise ValueError(
+                "teacher.model is set, but a run with [[sources]] takes each source's teacher; remove it"
+            )
+        self.task_sources()  # the shares, the envs and every override, checked at load
+        return self
 
     @model_validator(mode="after")
     def _within_vllm_limits(self) -> "TurnOPDSettings":

@@ -1,12 +1,16 @@
 """Per-token weights: trajectory level, turn level with the reliability floor, and the blend."""
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.errors import InputError
 from services.learner.turn_weights import (
+    SourcePart,
     blended_weights,
+    mixed_weights,
     reliability_floor,
     reliable_turns,
     segment_masses,
@@ -110,3 +114,37 @@ def test_blend_is_linear_in_alpha(tt, alpha):
     for r0, r1, ra in zip(w0, w1, wa, strict=True):
         for a, b, c in zip(r0, r1, ra, strict=True):
             assert c == pytest.approx((1 - alpha) * a + alpha * b, abs=1e-12)
+
+
+def test_one_source_with_the_whole_batch_gives_todays_weights_exactly():
+    rows = [[3, 2, 5], [4], [1, 1, 1], [2, 2], [6, 1]]
+    for alpha in (0.0, 0.3, 1.0):
+        whole = SourcePart(range(len(rows)), share=1.0, alpha=alpha, min_floor=2, min_frac=0.15)
+        assert mixed_weights(rows, [whole]) == blended_weights(rows, alpha, 2, 0.15)
+
+
+def test_each_source_is_blended_on_its_own_part_and_carries_its_share():
+    rows = [[3, 2, 5], [4], [1, 1, 1], [2, 2], [6, 1]]
+    household = SourcePart([0, 2, 4], share=0.6, alpha=1.0, min_floor=2, min_frac=0.0)
+    search = SourcePart([1, 3], share=0.4, alpha=0.0, min_floor=2, min_frac=0.0)
+    weights = mixed_weights(rows, [household, search])
+    masses = segment_masses(rows, weights)
+    assert math.isclose(sum(sum(masses[i]) for i in (0, 2, 4)), 0.6)
+    assert math.isclose(sum(sum(masses[i]) for i in (1, 3)), 0.4)
+    # household's part alone: turn level over its own survivors (3, 3, 2 reach turns 0, 1, 2)
+    alone = blended_weights([rows[0], rows[2], rows[4]], 1.0, 2, 0.0)
+    assert weights[2] == pytest.approx([0.6 * w for w in alone[1]])
+    # search's part: trajectory level, 1/(2 N_b) scaled by 0.4
+    assert weights[1] == pytest.approx([0.4 / (2 * 4)])
+
+
+def test_a_source_absent_from_the_batch_gives_its_share_to_the_others():
+    rows = [[3, 2], [4]]
+    present = SourcePart([0, 1], share=0.5, alpha=0.0, min_floor=1, min_frac=0.0)
+    absent = SourcePart([], share=0.5, alpha=0.0, min_floor=1, min_frac=0.0)
+    assert mixed_weights(rows, [present, absent]) == blended_weights(rows, 0.0, 1, 0.0)
+
+
+def test_parts_must_cover_the_batch_once():
+    with pytest.raises(InputError, match="cover the 2 trajectories once each"):
+        mixed_weights([[1], [2]], [SourcePart([0], share=1.0, alpha=0.0, min_floor=1, min_frac=0.0)])
