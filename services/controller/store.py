@@ -1,6 +1,7 @@
 """Where the controller keeps its state: a small ABC and its Redis implementation.
 
-Keys live under ``turnopd:{run_id}:``: ``state`` (the ControllerState JSON), ``decisions`` (list of
+Keys live under ``turnopd:{run_id}:`` (a multi-environment run: ``turnopd:{run_id}:controller:{env}:``,
+one controller per environment): ``state`` (the ControllerState JSON), ``decisions`` (list of
 StepDecision JSON, one per completed step) and ``probes`` (hash step -> ProbeStats JSON). A step is
 written in one MULTI/EXEC transaction guarded by WATCH on ``state``: it lands whole or not at all,
 and a stale writer (e.g. a zombie controller) whose view of the last step is outdated is refused.
@@ -55,12 +56,13 @@ class StateStore(ABC):
         """Raise if the store does not answer."""
 
 
-def key_prefix(run_id: str) -> str:
-    return f"turnopd:{run_id}:"
+def key_prefix(run_id: str, env: str | None = None) -> str:
+    """Where a run's controller keeps its keys; ``env``: one of a multi-environment run's controllers."""
+    return f"turnopd:{run_id}:" if env is None else f"turnopd:{run_id}:controller:{env}:"
 
 
 class RedisStateStore(StateStore):
-    def __init__(self, url: str, run_id: str) -> None:
+    def __init__(self, url: str, run_id: str, env: str | None = None) -> None:
         self._redis = redis.Redis.from_url(
             url,
             decode_responses=True,
@@ -68,7 +70,7 @@ class RedisStateStore(StateStore):
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 10),
             retry_on_error=[redis.exceptions.ConnectionError, redis.exceptions.TimeoutError],
         )
-        self._prefix = key_prefix(run_id)
+        self._prefix = key_prefix(run_id, env)
 
     def _key(self, name: str) -> str:
         return self._prefix + name
@@ -141,9 +143,9 @@ class RedisStateStore(StateStore):
         self._redis.ping()
 
 
-def open_store(kind: StoreKind, url: str, run_id: str) -> StateStore:
+def open_store(kind: StoreKind, url: str, run_id: str, env: str | None = None) -> StateStore:
     match kind:
         case "redis":
-            return RedisStateStore(url, run_id)
+            return RedisStateStore(url, run_id, env)
         case _:
             raise ValueError(f"unknown state store {kind!r}")

@@ -52,6 +52,9 @@ class ControllerServiceSettings(ServiceSettings):
     max_turns: int = Field(ge=1)
     depth: DepthSettings
     blend: BlendSettings
+    env: str | None = Field(
+        None, description="The task source it controls in a multi-environment run (None: the run's one)."
+    )
 
 
 class RolloutWorkerServiceSettings(ServiceSettings):

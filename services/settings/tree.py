@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field, SecretStr, model_validator
 
 from services.contracts.method import Method
+from services.errors import InputError
 from services.settings.algorithm import BlendSettings, DepthSettings, DistillSettings, OptimSettings
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
@@ -136,15 +137,34 @@ class TurnOPDSettings(TomlSettings):
             )
         ]
 
-    def for_controller(self) -> ControllerServiceSettings:
-        """The controller service's own settings, composed from the run's."""
+    def for_controller(self, env: str | None = None) -> ControllerServiceSettings:
+        """The controller service's own settings, composed from the run's; ``env``: the controller of
+        that source of a multi-environment run (its [depth], [blend] and max_turns overrides)."""
+        if env is None:
+            return ControllerServiceSettings(
+                method=self.run.method,
+                steps=self.optim.steps,
+                max_turns=self.rollout.max_turns,
+                depth=self.depth,
+                blend=self.blend,
+            )
+        source = self.task_source(env)
         return ControllerServiceSettings(
             method=self.run.method,
             steps=self.optim.steps,
-            max_turns=self.rollout.max_turns,
-            depth=self.depth,
-            blend=self.blend,
+            max_turns=source.max_turns,
+            depth=source.depth,
+            blend=source.blend,
+            env=env,
         )
+
+    def task_source(self, env: str) -> TaskSource:
+        """The source that plays ``env``; InputError naming the sources if none does."""
+        sources = self.task_sources()
+        for source in sources:
+            if source.env == env:
+                return source
+        raise InputError(f"no task source plays env {env!r}; the sources play {[s.env for s in sources]}")
 
     def _service_token(self) -> SecretStr | None:
         token = self.security.resolved_service_token()

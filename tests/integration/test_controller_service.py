@@ -15,7 +15,7 @@ from services.controller.store import RedisStateStore
 from services.errors import ConflictError
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
-from services.settings import TurnOPDSettings
+from services.settings import TurnOPDSettings, load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -154,3 +154,34 @@ def test_rewind_forgets_later_steps(redis_server):
     drive(again.plan, again.ingest, 5, 7)
     assert again.decisions() == decisions  # replaying the same probes reproduces the same steps
     assert service.rewind(0).depth.step == 0 and service.decisions() == []
+
+
+def test_each_environment_keeps_its_own_controller_state(redis_server):
+    import redis
+
+    run = small_run_settings().model_copy(
+        update={
+            "sources": load_settings(
+                None,
+                {
+                    "sources": [
+                        {"env": "alfworld", "share": 0.5, "teacher": "t", "depth": {"max": 12}},
+                        {"env": "search", "share": 0.5, "teacher": "u", "depth": {"max": 6}},
+                    ]
+                },
+            ).sources
+        }
+    )
+    url = redis_server.url
+    household = ControllerService(
+        run.for_controller("alfworld"), "run-m", RedisStateStore(url, "run-m", "alfworld")
+    )
+    search = ControllerService(run.for_controller("search"), "run-m", RedisStateStore(url, "run-m", "search"))
+    drive(household.plan, household.ingest, 1, 2)
+    drive(search.plan, search.ingest, 1, 4)
+    assert (household.snapshot().depth.step, search.snapshot().depth.step) == (2, 4)
+    assert max(d.h_hat for d in search.decisions()) <= 6  # its own H_max
+    keys = set(redis.Redis.from_url(url, decode_responses=True).keys("turnopd:run-m:*"))
+    assert {"turnopd:run-m:controller:alfworld:state", "turnopd:run-m:controller:search:state"} <= keys
+    again = ControllerService(run.for_controller("search"), "run-m", RedisStateStore(url, "run-m", "search"))
+    assert again.snapshot() == search.snapshot()  # reloaded from its own keys

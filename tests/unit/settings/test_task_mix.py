@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.errors import ConfigError
+from services.errors import ConfigError, InputError
 from services.settings import load_settings
 
 HOUSEHOLD = {"env": "alfworld", "share": 0.5, "teacher": "teacher-novel", "max_turns": 50}
@@ -97,3 +97,13 @@ def test_sources_read_from_a_config_file(tmp_path):
     )
     household, search = load_settings(path).task_sources()
     assert (household.share, search.share, search.depth.max) == (0.75, 0.25, 8)
+
+
+def test_each_source_has_its_own_controller_settings():
+    settings = load_settings(None, {"depth": {"max": 40}, "sources": [HOUSEHOLD, SEARCH, SHOP]})
+    search = settings.for_controller("search")
+    assert (search.env, search.depth.max, search.max_turns) == ("search", 10, settings.rollout.max_turns)
+    assert settings.for_controller("alfworld").max_turns == 50
+    assert settings.for_controller().env is None  # a single-source run's controller keeps its keys
+    with pytest.raises(InputError, match="no task source plays env 'textworld'"):
+        settings.for_controller("textworld")
