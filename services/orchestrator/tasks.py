@@ -1,9 +1,11 @@
 """Which tasks a step plays (pure): seeded, reproducible, task types round-robin."""
 
+import math
 import random
 from collections.abc import Sequence
 
 from services.contracts.rollout import EpisodeTask
+from services.settings.task_mix import TaskSource
 
 
 def step_tasks(
@@ -27,3 +29,27 @@ def step_tasks(
             for j in range(n)
         )
     return tasks[:batch]
+
+
+def source_counts(shares: Sequence[float], batch: int) -> list[int]:
+    """Trajectories per source: ``batch`` split by the shares, largest remainders rounded up (ties to
+    the earlier source), so the counts sum to ``batch``."""
+    exact = [share * batch for share in shares]
+    counts = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(shares)), key=lambda i: (-(exact[i] - counts[i]), i))
+    for i in by_remainder[: batch - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def mixed_step_tasks(
+    sources: Sequence[TaskSource], batch: int, n: int, step: int, seed: int
+) -> list[EpisodeTask]:
+    """Step ``step``'s tasks of every source, in source order: each source's share of ``batch``
+    (``source_counts``), drawn as ``step_tasks`` on its env, split and task types. One source with
+    share 1 gives ``step_tasks`` exactly."""
+    tasks: list[EpisodeTask] = []
+    for source, count in zip(sources, source_counts([s.share for s in sources], batch), strict=True):
+        if count:
+            tasks += step_tasks(source.env, source.split, count, n, step, seed, source.task_types)
+    return tasks
