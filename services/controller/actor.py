@@ -17,12 +17,12 @@ from services.contracts.controller_state import ControllerState
 from services.contracts.operations import ControllerHealth
 from services.controller import depth, schedule
 from services.controller.store import StateStore, open_store
-from services.errors import ConflictError, TurnOPDError
+from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
 from services.ray_session import on_driver_node
 from services.service_auth import check_redis_url
-from services.settings.per_service import ControllerServiceSettings
+from services.settings.per_service import ControllerServiceSettings, ControllersSettings
 from services.settings.tree import TurnOPDSettings
 
 
@@ -104,31 +104,55 @@ class ControllerService:
         )
 
 
+class ControllerServices:
+    """The run's controllers by env (one, env None, in a single-environment run), each with its own
+    state in Redis; ``env`` None picks the only one."""
+
+    def __init__(self, settings: ControllersSettings, run_id: str, redis_url: str) -> None:
+        self.by_env = {
+            c.env: ControllerService(c, run_id, open_store("redis", redis_url, run_id, c.env))
+            for c in settings.controllers
+        }
+
+    def __call__(self, env: str | None) -> ControllerService:
+        if env is None and len(self.by_env) == 1:
+            return next(iter(self.by_env.values()))
+        try:
+            return self.by_env[env]
+        except KeyError:
+            raise InputError(
+                f"no controller for env {env!r}; this run has {sorted(map(str, self.by_env))}"
+            ) from None
+
+
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=3)
 class ControllerActor:
-    def __init__(self, settings: ControllerServiceSettings, run_id: str, redis_url: str) -> None:
-        self._service = ControllerService(settings, run_id, open_store("redis", redis_url, run_id))
+    def __init__(self, settings: ControllersSettings, run_id: str, redis_url: str) -> None:
+        self._service = ControllerServices(settings, run_id, redis_url)
 
-    def plan(self, step: int, lag: int = 0) -> StepPlan:
-        return self._service.plan(step, lag)
+    def plan(self, step: int, lag: int = 0, env: str | None = None) -> StepPlan:
+        return self._service(env).plan(step, lag)
 
-    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision:
-        return self._service.ingest(step, stats, lag)
+    def ingest(
+        self, step: int, stats: ProbeStats | None, lag: int = 0, env: str | None = None
+    ) -> StepDecision:
+        return self._service(env).ingest(step, stats, lag)
 
-    def snapshot(self) -> ControllerState:
-        return self._service.snapshot()
+    def snapshot(self, env: str | None = None) -> ControllerState:
+        return self._service(env).snapshot()
 
-    def rewind(self, step: int) -> ControllerState:
-        return self._service.rewind(step)
+    def rewind(self, step: int, env: str | None = None) -> ControllerState:
+        return self._service(env).rewind(step)
 
-    def decisions(self) -> list[StepDecision]:
-        return self._service.decisions()
+    def decisions(self, env: str | None = None) -> list[StepDecision]:
+        return self._service(env).decisions()
 
-    def probes(self) -> dict[int, ProbeStats]:
-        return self._service.probes()
+    def probes(self, env: str | None = None) -> dict[int, ProbeStats]:
+        return self._service(env).probes()
 
     def health(self) -> ControllerHealth:
-        return self._service.health()
+        """The first controller's step and H_bar (every controller completes every step), and Redis."""
+        return next(iter(self._service.by_env.values())).health()
 
     def ready(self) -> bool:
         return True
@@ -142,7 +166,7 @@ def start_controller(settings: TurnOPDSettings, run_id: str, redis_url: str) -> 
     check_redis_url(redis_url, settings.security.allow_unauthenticated_redis)
     handle = ControllerActor.options(  # type: ignore[attr-defined]
         name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, **on_driver_node()
-    ).remote(settings.for_controller(), run_id, redis_url)
+    ).remote(settings.for_controllers(), run_id, redis_url)
     ray.get(handle.ready.remote())
     return handle
 

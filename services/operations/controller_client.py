@@ -46,16 +46,19 @@ class ControllerClient:
         with self._lock:
             self._handle = handle
 
-    def plan(self, step: int, lag: int = 0) -> StepPlan:
-        plan: StepPlan = self._call("plan", step, lag)
+    def plan(self, step: int, lag: int = 0, env: str | None = None) -> StepPlan:
+        """Step ``step``'s plan from ``env``'s controller (None: the run's only one)."""
+        plan: StepPlan = self._call("plan", step, lag, env)
         return plan
 
-    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision:
-        decision: StepDecision = self._call("ingest", step, stats, lag)
+    def ingest(
+        self, step: int, stats: ProbeStats | None, lag: int = 0, env: str | None = None
+    ) -> StepDecision:
+        decision: StepDecision = self._call("ingest", step, stats, lag, env)
         return decision
 
-    def rewind(self, step: int) -> ControllerState:
-        state: ControllerState = self._call("rewind", step)
+    def rewind(self, step: int, env: str | None = None) -> ControllerState:
+        state: ControllerState = self._call("rewind", step, env)
         return state
 
     def kill(self) -> None:

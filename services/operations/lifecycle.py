@@ -36,7 +36,7 @@ from services.rollout_worker.actor import worker_name
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import RunDir
 from services.settings.per_service import (
-    ControllerServiceSettings,
+    ControllersSettings,
     EnvGatewayServiceSettings,
     LearnerServiceSettings,
     RedisServiceSettings,
@@ -219,7 +219,7 @@ class RedisOps(ManagedService[RedisServiceSettings]):
         ]
 
 
-class ControllerOps(ManagedService[ControllerServiceSettings]):
+class ControllerOps(ManagedService[ControllersSettings]):
     """The `controller` actor, its state in Redis; the pipeline calls it through ``client``."""
 
     kind = "controller"
@@ -230,8 +230,8 @@ class ControllerOps(ManagedService[ControllerServiceSettings]):
         self.redis = redis
 
     @staticmethod
-    def compose(run: TurnOPDSettings) -> ControllerServiceSettings:
-        return run.for_controller()
+    def compose(run: TurnOPDSettings) -> ControllersSettings:
+        return run.for_controllers()
 
     def _actor(self) -> Any:
         return start_controller(self.ctx.settings, self.ctx.run_id, self.redis.url)
@@ -252,8 +252,8 @@ class ControllerOps(ManagedService[ControllerServiceSettings]):
             raise TurnOPDError("the old controller's name is still taken after 60 s")
         client.replace(self._actor())
         self.counts[self.kind] += 1
-        state = client.handle.snapshot.remote()
-        return f"controller replaced; resumed from Redis at step {ray.get(state).depth.step}"
+        health = client.handle.health.remote()
+        return f"controller replaced; resumed from Redis at step {ray.get(health).step}"
 
     def status(self, step: int) -> list[ServiceStatus]:
         return [

@@ -57,6 +57,16 @@ class ControllerServiceSettings(ServiceSettings):
     )
 
 
+class ControllersSettings(ServiceSettings):
+    """What the `controller` actor is given: one controller per task source (one in a
+    single-environment run, whose ``env`` is None)."""
+
+    controllers: tuple[ControllerServiceSettings, ...] = Field(min_length=1)
+
+    def envs(self) -> list[str | None]:
+        return [c.env for c in self.controllers]
+
+
 class RolloutWorkerServiceSettings(ServiceSettings):
     """All a rollout worker is given: ``[models]`` (engine, zoo, response length), the run's seed,
     ``[rollout_worker]``, the observation format, what the worker reserves on the cluster, and the

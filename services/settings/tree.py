@@ -21,6 +21,7 @@ from services.settings.metrics import MetricsSettings
 from services.settings.models import ModelsSettings
 from services.settings.per_service import (
     ControllerServiceSettings,
+    ControllersSettings,
     EnvGatewayServiceSettings,
     LearnerServiceSettings,
     RedisServiceSettings,
@@ -157,6 +158,12 @@ class TurnOPDSettings(TomlSettings):
             blend=source.blend,
             env=env,
         )
+
+    def for_controllers(self) -> ControllersSettings:
+        """Every controller of the run: one per source of [[sources]], else the run's one."""
+        if not self.sources:
+            return ControllersSettings(controllers=(self.for_controller(),))
+        return ControllersSettings(controllers=tuple(self.for_controller(s.env) for s in self.task_sources()))
 
     def task_source(self, env: str) -> TaskSource:
         """The source that plays ``env``; InputError naming the sources if none does."""

@@ -5,6 +5,7 @@ import pytest
 from services.settings import load_settings
 from services.settings.per_service import (
     ControllerServiceSettings,
+    ControllersSettings,
     EnvGatewayServiceSettings,
     LearnerServiceSettings,
     RedisServiceSettings,
@@ -75,6 +76,7 @@ def test_the_controller_has_nothing_a_restart_may_change(run, new):
 
 def test_every_restartable_section_is_a_field_of_its_type():
     for kind in (
+        ControllersSettings,
         ControllerServiceSettings,
         RolloutWorkerServiceSettings,
         LearnerServiceSettings,

@@ -17,7 +17,8 @@ def test_the_controller_gets_the_method_the_run_length_h_max_depth_and_blend():
     own = run.for_controller()
     assert (own.method, own.steps, own.max_turns) == ("blend", 40, 30)
     assert own.depth == run.depth and own.blend == run.blend
-    assert set(type(own).model_fields) == {"method", "steps", "max_turns", "depth", "blend"}
+    assert set(type(own).model_fields) == {"method", "steps", "max_turns", "depth", "blend", "env"}
+    assert own.env is None and run.for_controllers().controllers == (own,)
 
 
 def test_a_rollout_worker_gets_its_sections_and_the_token_the_driver_resolved(monkeypatch):
