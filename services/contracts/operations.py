@@ -17,13 +17,14 @@ RESTARTABLE = (
     "rollout-worker-{i}",
     "rollout-pool",
     "teacher",
+    "teacher-<name>",
     "env-gateway",
     "controller",
     "learner",
     "redis",
 )
 _SERVICE_NAME = re.compile(
-    r"^(rollout-worker-(0|[1-9][0-9]*)|rollout-pool|teacher|env-gateway|controller|learner|redis)$"
+    r"^(rollout-worker-(0|[1-9][0-9]*)|rollout-pool|teacher(-[A-Za-z0-9][A-Za-z0-9._-]*)?|env-gateway|controller|learner|redis)$"
 )
 
 SCALABLE = {"rollout": "rollout-pool", "teacher": "teacher"}  # `turnopd scale POOL N` -> the service

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import ray
 from ray import serve
@@ -30,7 +30,7 @@ from services.models.registry import resolve_model_dir
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.restart_rules import start_or_restore
-from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, TEACHER_APP
+from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, teacher_app
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
 from services.rollout_worker.pool import RolloutPool
@@ -79,9 +79,8 @@ def deploy_teacher(settings: TeacherServiceSettings) -> None:
         model = resolve_model_dir(settings.default_model, settings.cache_dir)
         teacher = teacher.model_copy(update={"model": str(model)})
     token = settings.service_token.get_secret_value() if settings.service_token is not None else None
-    serve.run(
-        teacher_application(teacher, settings.top_k, token), name=TEACHER_APP, route_prefix=f"/{TEACHER_APP}"
-    )
+    app = settings.app
+    serve.run(teacher_application(teacher, settings.top_k, token), name=app, route_prefix=f"/{app}")
 
 
 @dataclass(frozen=True)
@@ -109,16 +108,15 @@ class ManagedService(ABC, Generic[S]):
     once started, its live process. ``kind`` names it in `turnopd restart`; ``counts`` is the run's
     restart count per service name."""
 
-    kind: ClassVar[str]
+    kind: str
 
     def __init__(self, ctx: RunContext, counts: Counter[str]) -> None:
         self.ctx = ctx
         self.counts = counts
         self.settings: S = self.compose(ctx.settings)
 
-    @staticmethod
     @abstractmethod
-    def compose(run: TurnOPDSettings) -> S:
+    def compose(self, run: TurnOPDSettings) -> S:
         """Its settings object, composed from a run's settings tree."""
 
     @abstractmethod
@@ -171,8 +169,7 @@ class RedisOps(ManagedService[RedisServiceSettings]):
     url: str
     server: EmbeddedRedis | None = None  # None: an external Redis this run does not own
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> RedisServiceSettings:
+    def compose(self, run: TurnOPDSettings) -> RedisServiceSettings:
         return run.for_redis()
 
     def start(self) -> None:
@@ -229,8 +226,7 @@ class ControllerOps(ManagedService[ControllersSettings]):
         super().__init__(ctx, counts)
         self.redis = redis
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> ControllersSettings:
+    def compose(self, run: TurnOPDSettings) -> ControllersSettings:
         return run.for_controllers()
 
     def _actor(self) -> Any:
@@ -280,8 +276,7 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
         super().__init__(ctx, counts)
         self._followers: list[Callable[[str], None]] = []
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> EnvGatewayServiceSettings:
+    def compose(self, run: TurnOPDSettings) -> EnvGatewayServiceSettings:
         return run.for_env_gateway()
 
     def on_switch(self, follow: Callable[[str], None]) -> None:
@@ -337,25 +332,28 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
 
 
 class TeacherOps(ManagedService[TeacherServiceSettings]):
-    """The `teacher` Serve app; the pipeline scores through ``handle`` (Serve's handle follows
-    redeploys)."""
+    """A teacher Serve app (`teacher`; in a multi-environment run `teacher-<name>`, one per source's
+    teacher: ``env``); the pipeline scores through ``handle`` (Serve's handle follows redeploys)."""
 
-    kind = "teacher"
     deployed = False
     handle: TeacherHandleClient
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> TeacherServiceSettings:
-        return run.for_teacher()
+    def __init__(self, ctx: RunContext, counts: Counter[str], env: str | None = None) -> None:
+        self.env = env
+        super().__init__(ctx, counts)
+        self.kind = self.settings.app
+
+    def compose(self, run: TurnOPDSettings) -> TeacherServiceSettings:
+        return run.for_teacher(self.env)
 
     def start(self) -> None:
         deploy_teacher(self.settings)
         self.deployed = True
-        self.handle = TeacherHandleClient()
+        self.handle = TeacherHandleClient(app=self.settings.app)
 
     def stop(self) -> None:
         if self.deployed:
-            serve.delete(TEACHER_APP)
+            serve.delete(self.settings.app)
 
     @property
     def replicas(self) -> int:
@@ -366,7 +364,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
     def replace(self, change: Change, step: int) -> str:
         self.settings = start_or_restore(deploy_teacher, self.restarted(change), self.settings)
         self.counts[self.kind] += 1
-        return "teacher redeployed (new replicas, old ones drained)"
+        return f"{self.kind} redeployed (new replicas, old ones drained)"
 
     def scale(self, size: int) -> str:
         teacher = self.settings.teacher
@@ -391,11 +389,11 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         model = teacher.model or self.settings.default_model
         return [
             ServiceStatus(
-                name="teacher",
+                name=self.kind,
                 health="ok",
-                restarts=self.counts["teacher"],
+                restarts=self.counts[self.kind],
                 version=f"{PurePath(model).name}, config {self.version()}",
-                detail=f"Serve app '{TEACHER_APP}', {replicas_text(teacher)}",
+                detail=f"Serve app '{self.kind}', {replicas_text(teacher)}",
             )
         ]
 
@@ -412,8 +410,7 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
         self.gateway = gateway
         gateway.on_switch(lambda url: started(self.pool, "rollout pool").switch_env_gateway(url))
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
+    def compose(self, run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
         return run.for_rollout_worker()
 
     def start(self) -> None:
@@ -469,8 +466,7 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
         super().__init__(ctx, counts)
         self.pool = pool
 
-    @staticmethod
-    def compose(run: TurnOPDSettings) -> LearnerServiceSettings:
+    def compose(self, run: TurnOPDSettings) -> LearnerServiceSettings:
         return run.for_learner()
 
     def _learner(self, settings: LearnerServiceSettings) -> Learner:
@@ -530,12 +526,13 @@ def started(live: T | None, what: str) -> T:
 
 @dataclass(frozen=True)
 class Services:
-    """The run's six services; ``in_start_order`` starts them (each needs the ones before it)."""
+    """The run's services (a teacher app per teacher); ``in_start_order`` starts them (each needs the
+    ones before it)."""
 
     redis: RedisOps
     controller: ControllerOps
     env_gateway: EnvGatewayOps
-    teacher: TeacherOps
+    teachers: tuple[TeacherOps, ...]
     pool: RolloutPoolOps
     learner: LearnerOps
 
@@ -549,27 +546,42 @@ class Services:
             redis=redis,
             controller=ControllerOps(ctx, counts, redis),
             env_gateway=gateway,
-            teacher=TeacherOps(ctx, counts),
+            teachers=tuple(TeacherOps(ctx, counts, env) for env in teacher_envs(ctx.settings)),
             pool=pool,
             learner=LearnerOps(ctx, counts, pool),
         )
 
     @property
     def counts(self) -> Counter[str]:
-        """Restarts per service name (shared by all six)."""
+        """Restarts per service name (shared by all)."""
         return self.redis.counts
 
+    @property
+    def teacher_replicas(self) -> int:
+        """Teacher replicas set by hand, over every teacher app (0 for one that autoscales)."""
+        return sum(t.replicas for t in self.teachers)
+
     def in_start_order(self) -> list[ManagedService[Any]]:
-        return [self.redis, self.controller, self.env_gateway, self.teacher, self.pool, self.learner]
+        return [self.redis, self.controller, self.env_gateway, *self.teachers, self.pool, self.learner]
 
     def by_kind(self) -> dict[str, ManagedService[Any]]:
         """By ``kind``, in the order `turnopd status` lists them."""
         order: list[ManagedService[Any]] = [
             self.controller,
             self.pool,
-            self.teacher,
+            *self.teachers,
             self.env_gateway,
             self.learner,
             self.redis,
         ]
         return {service.kind: service for service in order}
+
+
+def teacher_envs(settings: TurnOPDSettings) -> list[str | None]:
+    """One env per teacher app: None for a single-teacher run, else the first source of each teacher."""
+    if not settings.sources:
+        return [None]
+    first: dict[str, str] = {}
+    for source in settings.task_sources():
+        first.setdefault(teacher_app(source.teacher), source.env)
+    return list(first.values())

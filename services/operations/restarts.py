@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
+from services.errors import InputError
 from services.operations.lifecycle import Change, ManagedService, ResumeMismatchError, Services
 from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
 from services.settings import load_settings
@@ -65,7 +66,7 @@ class ServiceRestarts:
         """
         started_at, t0 = time.time(), time.perf_counter()
         try:
-            service = self.services[service_kind(request.service)]
+            service = self._service(request.service)
             if request.replicas is not None:
                 message = service.scale(request.replicas)
             else:
@@ -87,6 +88,12 @@ class ServiceRestarts:
         )
         self.history.append(result)
         return result
+
+    def _service(self, name: str) -> ManagedService[Any]:
+        kind = service_kind(name)
+        if kind not in self.services:
+            raise InputError(f"this run has no service {name!r}; it has {', '.join(self.services)}")
+        return self.services[kind]
 
     def _restart(self, service: ManagedService[Any], name: str, config_path: str | None, step: int) -> str:
         path = Path(config_path) if config_path is not None else None

@@ -20,6 +20,7 @@ import ray
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.lifecycle import RunContext, Services, started
+from services.ray_names import teacher_app
 from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import RunDir
@@ -34,7 +35,8 @@ class Stack:
     run_id: str
     controller: ControllerClient  # follows a controller replacement
     pool: RolloutPool  # follows worker replacements and a gateway switch
-    teacher: TeacherHandleClient  # Serve's handle follows a redeploy
+    teacher: TeacherHandleClient  # the (first) teacher app; Serve's handle follows a redeploy
+    teachers: dict[str | None, TeacherHandleClient]  # by source env (None: a single-teacher run)
     learner: LearnerHandle  # follows a learner replacement
     services: Services
 
@@ -70,7 +72,17 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
         run_id=run_id,
         controller=started(services.controller.client, "controller"),
         pool=started(services.pool.pool, "rollout pool"),
-        teacher=services.teacher.handle,
+        teacher=services.teachers[0].handle,
+        teachers=teacher_clients(services),
         learner=started(services.learner.handle, "learner"),
         services=services,
     )
+
+
+def teacher_clients(services: Services) -> dict[str | None, TeacherHandleClient]:
+    """The teacher client of each source's env (None: the run's one teacher)."""
+    by_app = {t.settings.app: t.handle for t in services.teachers}
+    settings = services.redis.ctx.settings
+    if not settings.sources:
+        return {None: services.teachers[0].handle}
+    return {s.env: by_app[teacher_app(s.teacher)] for s in settings.task_sources()}

@@ -319,7 +319,7 @@ def train(
                 learner=out.result,
             )
             exporter.observe_pool(
-                stack.pool.stats, len(stack.pool.live_workers), stack.services.teacher.replicas
+                stack.pool.stats, len(stack.pool.live_workers), stack.services.teacher_replicas
             )
             live.step_done(out.metrics)
             on_step(out.metrics)

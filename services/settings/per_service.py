@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from services.contracts.method import Method
+from services.ray_names import TEACHER_APP
 from services.settings.algorithm import BlendSettings, DepthSettings, DistillSettings, OptimSettings
 from services.settings.controller import ControllerSettings
 from services.settings.env_gateway import EnvGatewaySettings
@@ -116,6 +117,9 @@ class TeacherServiceSettings(ServiceSettings):
     default_model: str
     cache_dir: Path | None
     service_token: SecretStr | None = None
+    app: str = Field(
+        TEACHER_APP, description="Its Serve app: `teacher`, or `teacher-<name>` of a multi-teacher run."
+    )
 
 
 class EnvGatewayServiceSettings(ServiceSettings):

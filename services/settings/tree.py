@@ -12,6 +12,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from services.contracts.method import Method
 from services.errors import InputError
+from services.ray_names import TEACHER_APP, teacher_app
 from services.settings.algorithm import BlendSettings, DepthSettings, DistillSettings, OptimSettings
 from services.settings.cluster import ClusterSettings
 from services.settings.controller import ControllerSettings
@@ -202,15 +203,30 @@ class TurnOPDSettings(TomlSettings):
             pool_resource=self.cluster.pool_resources,
         )
 
-    def for_teacher(self) -> TeacherServiceSettings:
-        """The `teacher` Serve app's own settings, composed from the run's."""
+    def for_teacher(self, env: str | None = None) -> TeacherServiceSettings:
+        """The `teacher` Serve app's own settings, composed from the run's; ``env``: the app of that
+        source's teacher (`teacher-<name>`) in a multi-environment run."""
+        model, app = self.models.teacher, TEACHER_APP
+        if env is not None:
+            model = self.task_source(env).teacher
+            app = teacher_app(model)
         return TeacherServiceSettings(
             teacher=self.teacher,
             top_k=self.distill.distill_topk,
-            default_model=self.models.teacher,
+            default_model=model,
             cache_dir=self.models.cache_dir,
             service_token=self._service_token(),
+            app=app,
         )
+
+    def for_teachers(self) -> list[TeacherServiceSettings]:
+        """Every teacher app of the run: one per distinct teacher of [[sources]], else the run's one."""
+        if not self.sources:
+            return [self.for_teacher()]
+        apps: dict[str, TeacherServiceSettings] = {}
+        for source in self.task_sources():
+            apps.setdefault(teacher_app(source.teacher), self.for_teacher(source.env))
+        return list(apps.values())
 
     def for_env_gateway(self) -> EnvGatewayServiceSettings:
         return EnvGatewayServiceSettings(env_gateway=self.env_gateway)
@@ -246,7 +262,15 @@ class TurnOPDSettings(TomlSettings):
             raise ValueError(
                 "teacher.model is set, but a run with [[sources]] takes each source's teacher; remove it"
             )
-        self.task_sources()  # the shares, the envs and every override, checked at load
+        apps: dict[str, str] = {}
+        for i, source in enumerate(self.task_sources()):  # the shares, envs and overrides are checked here
+            app = teacher_app(source.teacher)
+            other = apps.setdefault(app, source.teacher)
+            if other != source.teacher:
+                raise ValueError(
+                    f"sources[{i}].teacher: {source.teacher!r} and {other!r} would both be the Serve app "
+                    f"{app!r}; give their directories different names"
+                )
         return self
 
     @model_validator(mode="after")

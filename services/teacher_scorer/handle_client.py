@@ -40,12 +40,17 @@ def _unwrap(exc: RayTaskError) -> BaseException:
 
 
 class TeacherHandleClient:
-    """Scores through the `teacher` app's deployment handle (same Ray cluster and namespace)."""
+    """Scores through a teacher app's deployment handle (same Ray cluster and namespace; ``app``:
+    `teacher`, or `teacher-<name>` in a multi-teacher run)."""
 
-    def __init__(self, handle: DeploymentHandle | None = None, *, policy: RetryPolicy | None = None) -> None:
-        self._handle = (
-            handle if handle is not None else serve.get_deployment_handle(DEPLOYMENT_NAME, APP_NAME)
-        )
+    def __init__(
+        self,
+        handle: DeploymentHandle | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        app: str = APP_NAME,
+    ) -> None:
+        self._handle = handle if handle is not None else serve.get_deployment_handle(DEPLOYMENT_NAME, app)
         self._policy = policy or RetryPolicy()
         self.retries = 0  # attempts that failed and were sent again, over this client's life
 

@@ -107,3 +107,13 @@ def test_each_source_has_its_own_controller_settings():
     assert settings.for_controller().env is None  # a single-source run's controller keeps its keys
     with pytest.raises(InputError, match="no task source plays env 'textworld'"):
         settings.for_controller("textworld")
+
+
+def test_each_teacher_gets_its_own_serve_app_and_two_teachers_one_name_are_refused():
+    settings = load_settings(None, {"sources": [HOUSEHOLD, SEARCH, {**SHOP, "teacher": "teacher-search"}]})
+    assert [t.app for t in settings.for_teachers()] == ["teacher-novel", "teacher-search"]
+    assert settings.for_teacher("webshop").default_model == "teacher-search"
+    assert load_settings(None).for_teachers()[0].app == "teacher"
+    clash = [HOUSEHOLD, {**SEARCH, "teacher": "/a/qwen"}, {**SHOP, "teacher": "/b/qwen/"}]
+    with pytest.raises(ConfigError, match="would both be the Serve app 'teacher-qwen'"):
+        load_settings(None, {"sources": clash})
