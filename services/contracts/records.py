@@ -1,9 +1,12 @@
 """Per-step turn statistics written by the learner and read by `turnopd diagnose`.
 
-One line of ``RUN_DIR/turn_stats.jsonl`` per optimizer step.  # learner -> run directory -> diagnose
+One line of ``RUN_DIR/turn_stats.jsonl`` per optimizer step (per step and source in a
+multi-environment run).  # learner -> run directory -> diagnose
 """
 
-from pydantic import Field, model_validator
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
 
@@ -41,3 +44,15 @@ class TurnStatsRecord(Contract):
     alpha: Probability = Field(description="Loss blend coefficient used at this step.")
     h_roll: int = Field(ge=1, description="Rollout depth cap used at this step.")
     trajectories: list[TrajectoryTurnStats] = Field(min_length=1)
+    env: str | None = Field(
+        None,
+        description="The task source of these trajectories in a multi-environment run (one record per "
+        "source and step); None, and left out of the JSON: a single-source run.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.env is None:
+            data.pop("env", None)
+        return data

@@ -18,7 +18,7 @@ from services.contracts.controller import StepPlan
 from services.contracts.learner import LearnerBatch, LearnerSample
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError
-from services.learner.turn_weights import blended_weights
+from services.learner.turn_weights import SegmentWeights, blended_weights
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,13 @@ def learner_samples(
     min_frac: float,
 ) -> list[LearnerSample]:
     """One LearnerSample per supervised trajectory, its weights blended over all of them."""
+    check_supervised(trajectories, scores)
+    weights = blended_weights([tr.turn_tokens for tr in trajectories], alpha, min_floor, min_frac)
+    return build_samples(trajectories, scores, weights)
+
+
+def check_supervised(trajectories: Sequence[Trajectory], scores: Sequence[TeacherScores]) -> None:
+    """InputError unless every trajectory has supervised tokens and its teacher's scores."""
     if len(trajectories) != len(scores):
         raise InputError(f"{len(trajectories)} trajectories but {len(scores)} teacher score sets")
     if not trajectories:
@@ -78,7 +85,12 @@ def learner_samples(
     unsupervised = [tr.episode_id for tr in trajectories if not has_supervised_tokens(tr)]
     if unsupervised:
         raise InputError(f"episodes without supervised tokens reached the learner batch: {unsupervised[:3]}")
-    weights = blended_weights([tr.turn_tokens for tr in trajectories], alpha, min_floor, min_frac)
+
+
+def build_samples(
+    trajectories: Sequence[Trajectory], scores: Sequence[TeacherScores], weights: SegmentWeights
+) -> list[LearnerSample]:
+    """One LearnerSample per (checked) trajectory with its per-segment loss ``weights``."""
     samples = []
     for tr, sc, seg_w in zip(trajectories, scores, weights, strict=True):
         positions, turns = supervised_positions(tr)
