@@ -8,7 +8,7 @@ so the same function runs on the embedded default and on a cluster.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,7 +40,7 @@ class RolloutPoolLike(Protocol):
     def play(
         self,
         tasks: list[EpisodeTask],
-        h_roll: int,
+        h_roll: int | Sequence[int],
         temperature: float,
         weights_version: int,
         *,

@@ -34,7 +34,7 @@ from services.ray_session import wait_name_free
 from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options, worker_resources
 from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
-from services.rollout_worker.task_chunks import chunk_count, merge_results, split_even
+from services.rollout_worker.task_chunks import depth_chunks, merge_results
 from services.rollout_worker.weights_version import StaleWeightsError
 from services.settings.per_service import RolloutWorkerServiceSettings
 from services.settings.tree import TurnOPDSettings
@@ -121,7 +121,7 @@ class RolloutPool:
     def play(
         self,
         tasks: Sequence[EpisodeTask],
-        h_roll: int,
+        h_roll: int | Sequence[int],
         temperature: float,
         weights_version: int,
         max_new_tokens: int | None = None,
@@ -131,24 +131,30 @@ class RolloutPool:
         on_result: Callable[[RolloutResult], None] | None = None,
     ) -> RolloutResult:
         """Play every task with weights ``weights_version``; trajectories come back in task order.
+        ``h_roll``: the turn cap of every task, or of each (a multi-environment step's sources, each
+        with its own depth, played in one dispatch).
 
         ``chunk_size`` caps the tasks of one worker call (default: an even split, one call per
         worker); ``on_result`` sees each call's result as it arrives (progress bars).
         """
         if weights_version != self._version:
             raise StaleWeightsError(POOL_NAME, self._version, weights_version)
+        depths = [h_roll] * len(tasks) if isinstance(h_roll, int) else list(h_roll)
+        if len(depths) != len(tasks):
+            raise InputError(f"{len(depths)} rollout depths for {len(tasks)} tasks")
         started = time.perf_counter()
-        chunks = split_even(len(tasks), chunk_count(len(tasks), len(self._workers), chunk_size))
+        pieces = depth_chunks(depths, len(self._workers), chunk_size)
+        chunks = [chunk for chunk, _ in pieces]
         requests = [
             RolloutRequest(
                 tasks=[tasks[i] for i in chunk],
-                h_roll=h_roll,
+                h_roll=depth,
                 temperature=temperature,
                 weights_version=weights_version,
                 max_new_tokens=max_new_tokens,
                 seed=None if seed is None else derive_seed("chunk", seed, chunk.start),
             )
-            for chunk in chunks
+            for chunk, depth in pieces
         ]
         results, failed = self._dispatch(requests, on_result)
         return merge_results(tasks, chunks, results, failed, self._version, time.perf_counter() - started)

@@ -28,6 +28,20 @@ def chunk_count(n_tasks: int, workers: int, chunk_size: int | None) -> int:
     return max(1, math.ceil(n_tasks / chunk_size))
 
 
+def depth_chunks(depths: Sequence[int], workers: int, chunk_size: int | None) -> list[tuple[range, int]]:
+    """Worker calls for tasks with a rollout depth each: every run of consecutive tasks with one depth
+    (a task source's) is cut as ``split_even``/``chunk_count`` cut a whole list, so a call plays one
+    depth; one depth for all tasks gives exactly the chunks of the whole list."""
+    pieces: list[tuple[range, int]] = []
+    start = 0
+    for depth, run in itertools.groupby(depths):
+        n = len(list(run))
+        for part in split_even(n, chunk_count(n, workers, chunk_size)):
+            pieces.append((range(start + part.start, start + part.stop), depth))
+        start += n
+    return pieces
+
+
 def merge_results(
     tasks: Sequence[EpisodeTask],
     chunks: Sequence[range],

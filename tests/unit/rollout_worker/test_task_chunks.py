@@ -5,7 +5,7 @@ import pytest
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError
-from services.rollout_worker.task_chunks import chunk_count, merge_results, split_even
+from services.rollout_worker.task_chunks import chunk_count, depth_chunks, merge_results, split_even
 
 
 def test_even_split_covers_every_task_once():
@@ -64,3 +64,17 @@ def test_merge_refuses_to_lose_episodes():
     tasks = [task(s) for s in range(4)]
     with pytest.raises(InputError, match="went missing"):
         merge_results(tasks, split_even(4, 2), {0: chunk_result([0, 1], [0, 1], [])}, {}, 1, 0.0)
+
+
+def test_depth_chunks_cut_each_sources_run_like_a_whole_list():
+    assert depth_chunks([5] * 7, 3, None) == [(r, 5) for r in split_even(7, 3)]
+    pieces = depth_chunks([8] * 4 + [3] * 2 + [30] * 3, 2, None)
+    assert pieces == [
+        (range(0, 2), 8),
+        (range(2, 4), 8),
+        (range(4, 5), 3),
+        (range(5, 6), 3),
+        (range(6, 7), 30),
+        (range(7, 9), 30),
+    ]
+    assert depth_chunks([8] * 4 + [3] * 2, 2, 3) == [(range(0, 2), 8), (range(2, 4), 8), (range(4, 6), 3)]
