@@ -28,7 +28,7 @@ from services.orchestrator.busy_time import (
 )
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step_data import TeacherScores, learner_batch, supervised_trajectories
-from services.orchestrator.teacher_scores import ScoreStream, score_after_rollouts
+from services.orchestrator.teacher_scores import ScoreStream, Teachers, score_after_rollouts
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.handle_client import TeacherHandleClient
 
@@ -89,7 +89,7 @@ def play_and_score(
     plan: StepPlan,
     settings: TurnOPDSettings,
     pool: RolloutPoolLike,
-    teacher: TeacherHandleClient,
+    teacher: Teachers,
     activity: PoolActivity | None = None,
 ) -> Played:
     """Play step k's tasks and score them: after the rollouts, or streamed while they play.

@@ -1,10 +1,11 @@
-"""Teacher scores for a step's trajectories, through the `teacher` Serve app's handle: all at once
-after the rollouts (the synchronous step), or streamed chunk by chunk while they play."""
+"""Teacher scores for a step's trajectories, through the teacher Serve apps' handles (the run's
+one, or each task source's): all at once after the rollouts (the synchronous step), or streamed
+chunk by chunk while they play."""
 
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from services.contracts.rollout import RolloutResult
 from services.contracts.trajectory import Trajectory
+from services.errors import InputError
 from services.orchestrator.busy_time import Interval, PoolActivity
 from services.orchestrator.step_data import TeacherScores, supervised_positions, supervised_trajectories
 from services.teacher_scorer.engine import ScoreRow
@@ -29,18 +31,48 @@ def score_rows(trajectories: Sequence[Trajectory]) -> list[ScoreRow]:
     ]
 
 
+# The run's teacher, or each task source's by env (a multi-environment run).
+Teachers = TeacherHandleClient | Mapping[str, TeacherHandleClient]
+
+
+def teacher_groups(
+    teachers: Teachers, trajectories: Sequence[Trajectory]
+) -> list[tuple[TeacherHandleClient, list[int]]]:
+    """The trajectories (by index) each teacher scores: all of them by the run's one teacher, else
+    each by its env's."""
+    if not isinstance(teachers, Mapping):
+        return [(teachers, list(range(len(trajectories))))]
+    groups: dict[str, list[int]] = {}
+    for i, tr in enumerate(trajectories):
+        if tr.env not in teachers:
+            raise InputError(f"no teacher for env {tr.env!r}; the run's teachers score {sorted(teachers)}")
+        groups.setdefault(tr.env, []).append(i)
+    return [(teachers[env], indices) for env, indices in groups.items()]
+
+
 async def teacher_scores(
-    client: TeacherHandleClient, trajectories: Sequence[Trajectory], top_k: int
+    teachers: Teachers, trajectories: Sequence[Trajectory], top_k: int
 ) -> list[TeacherScores]:
-    """Top-K and entropy of each trajectory, in order; every one must have supervised tokens."""
+    """Top-K and entropy of each trajectory, in order, each from its teacher (one request per
+    teacher, concurrently); every one must have supervised tokens."""
     if not trajectories:
         return []
-    results = await client.score_rows(score_rows(trajectories), top_k)
-    return [TeacherScores(r.top_ids_P_K, r.top_logprobs_P_K, r.entropy_P) for r in results]
+    groups = teacher_groups(teachers, trajectories)
+    answers = await asyncio.gather(
+        *(
+            client.score_rows(score_rows([trajectories[i] for i in indices]), top_k)
+            for client, indices in groups
+        )
+    )
+    out: list[TeacherScores | None] = [None] * len(trajectories)
+    for (_, indices), results in zip(groups, answers, strict=True):
+        for i, r in zip(indices, results, strict=True):
+            out[i] = TeacherScores(r.top_ids_P_K, r.top_logprobs_P_K, r.entropy_P)
+    return [s for s in out if s is not None]
 
 
 def score_after_rollouts(
-    client: TeacherHandleClient,
+    client: Teachers,
     trajectories: Sequence[Trajectory],
     top_k: int,
     activity: PoolActivity | None = None,
@@ -69,7 +101,7 @@ class ScoreStream:
     request was in flight. Use it as a context manager: leaving it cancels what is still in flight.
     """
 
-    def __init__(self, client: TeacherHandleClient, top_k: int, activity: PoolActivity | None = None) -> None:
+    def __init__(self, client: Teachers, top_k: int, activity: PoolActivity | None = None) -> None:
         self._client = client
         self._top_k = top_k
         self._activity = activity

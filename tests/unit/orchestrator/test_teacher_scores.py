@@ -61,3 +61,17 @@ def test_a_failed_request_fails_collect_and_leaving_cancels_what_is_in_flight():
     assert time.perf_counter() - start < 5.0
     assert len(stream.intervals) == 1  # the cancelled request's time still counts
     stream.close()  # a second close does nothing
+
+
+def test_each_trajectory_is_scored_by_its_sources_teacher_in_batch_order():
+    a, c, d = SUPERVISED
+    mixed = [a, c.model_copy(update={"env": "search"}), d]
+    household, search = FakeTeacher(), FakeTeacher()
+    scores, _ = score_after_rollouts({"alfworld": household, "search": search}, mixed, top_k=2)
+    assert household.requests == [[3, 3]] and search.requests == [[1]]  # one request per teacher
+    assert top_ids(scores) == [[2, 3, 6], [1], [2, 3, 4]]  # back in batch order
+    with (
+        ScoreStream({"alfworld": household}, top_k=2) as stream,
+        pytest.raises(InputError, match="no teacher for env 'search'"),
+    ):
+        stream.collect(mixed)
