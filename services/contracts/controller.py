@@ -58,6 +58,11 @@ class StepDecision(Contract):
         "made from: max(k-1-s, 0) under staleness s. None, and left out of the JSON: the synchronous "
         "rule, step k-1 (every file written before staleness existed).",
     )
+    env: str | None = Field(
+        None,
+        description="The task source whose controller decided, in a multi-environment run; None, and left "
+        "out of the JSON: a single-source run.",
+    )
 
     @model_validator(mode="after")
     def _planned_before(self) -> "StepDecision":
@@ -68,8 +73,9 @@ class StepDecision(Contract):
     @model_serializer(mode="wrap")
     def _synchronous_rule_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if self.planned_from is None:
-            data.pop("planned_from", None)
+        for key in ("planned_from", "env"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 

@@ -1,6 +1,8 @@
 """What `turnopd train` records per step and per evaluation.  # orchestrator -> run directory, dashboards"""
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
 
@@ -46,8 +48,27 @@ class PoolLoad(Contract):
     overlap: Probability = Field(description="Share of wall_s during which two or more pools were busy.")
 
 
+class SourceStepMetrics(Contract):
+    """One task source's part of a step of a multi-environment run: its controller's fields and rollouts."""
+
+    env: str
+    probe: bool
+    h_roll: int = Field(ge=1)
+    h_hat: int = Field(ge=1)
+    h_bar: FiniteFloat
+    h_eff: NonNegInt | None
+    h_cov: NonNegInt
+    h_ctrl: NonNegInt | None
+    alpha: Probability
+    success_rate: Probability
+    mean_turns: FiniteFloat
+    trajectories: NonNegInt
+    failed_episodes: NonNegInt
+
+
 class StepMetrics(Contract):
-    """One line of ``RUN_DIR/metrics.jsonl``."""
+    """One line of ``RUN_DIR/metrics.jsonl``. In a multi-environment run the controller's fields
+    (probe, h_*, alpha) are the first source's, and ``sources`` holds every source's."""
 
     step: int = Field(ge=1)
     method: str
@@ -82,6 +103,16 @@ class StepMetrics(Contract):
     cumulative_s: FiniteFloat = Field(
         ge=0.0, description="Sum of total_s over steps 1..k (the paper's wall time)."
     )
+    sources: list[SourceStepMetrics] | None = Field(
+        None, description="Each task source's part (a multi-environment run); None, and left out: one source."
+    )
+
+    @model_serializer(mode="wrap")
+    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.sources is None:
+            data.pop("sources", None)
+        return data
 
 
 class EvalRecord(Contract):

@@ -37,9 +37,8 @@ from services.operations.stack import Stack, connect_ray, start_stack
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.evaluation import evaluate
 from services.orchestrator.metrics_exporter import MetricsExporter
-from services.orchestrator.probe_stats import probe_stats
+from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources, mixed_learner_batch
 from services.orchestrator.step import (
-    ControllerLike,
     LearnerLike,
     Played,
     RolloutPoolLike,
@@ -49,12 +48,11 @@ from services.orchestrator.step import (
     run_step,
     step_metrics,
 )
-from services.orchestrator.step_data import learner_batch
-from services.orchestrator.tasks import step_tasks
+from services.orchestrator.tasks import mixed_step_tasks
+from services.orchestrator.teacher_scores import Teachers
 from services.orchestrator.training_metrics import TrainingMetrics
 from services.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, TURN_STATS_FILE, RunDir
 from services.settings.tree import TurnOPDSettings
-from services.teacher_scorer.handle_client import TeacherHandleClient
 
 T = TypeVar("T")
 StepCallback = Callable[[StepMetrics], None]
@@ -73,7 +71,8 @@ def _resume(stack: Stack, run: RunDir) -> int:
     """Line the run up with the learner's last checkpoint: logs, controller and rollout weights."""
     start = stack.learner.resumed_step
     run.truncate_after(start)
-    stack.controller.rewind(start)
+    for key in StepSources.of(stack.settings).keys:  # every source's controller
+        stack.controller.rewind(start, key)
     checkpoint = latest_checkpoint(run.root)
     if start > 0 and checkpoint is not None:
         from safetensors.torch import load_file
@@ -100,10 +99,11 @@ class LaneStopped(TurnOPDError, RuntimeError):
 
 @dataclass(frozen=True)
 class PlayedStep:
-    """What the rollout lane hands the learner lane for step k."""
+    """What the rollout lane hands the learner lane for step k: each source's plan and part."""
 
-    plan: StepPlan
+    plans: list[StepPlan]
     played: Played
+    parts: list[SourceBatch]
     batch: LearnerBatch
     started: float  # perf_counter when the pool began playing the step
     ready: float  # when the batch was ready for the learner
@@ -135,7 +135,7 @@ class OverlappedSteps:
         start: int,
         controller: ControllerLike,
         pool: RolloutPoolLike,
-        teacher: TeacherHandleClient,
+        teacher: Teachers,
         tasks_of: Callable[[int], list[EpisodeTask]],
         evaluate: Callable[[int, float], None],
         copy_weights: Callable[[Any], Any],
@@ -144,6 +144,7 @@ class OverlappedSteps:
         self.staleness = settings.pipeline.max_staleness
         self.start, self.last = start, settings.optim.steps
         self.controller, self.pool, self.teacher = controller, pool, teacher
+        self.sources = StepSources.of(settings)
         self.tasks_of, self.evaluate, self.copy_weights = tasks_of, evaluate, copy_weights
         self.activity = PoolActivity()
         self._changed = threading.Condition()
@@ -191,8 +192,8 @@ class OverlappedSteps:
         with self.activity.busy("learner"):
             result, weights_ref = learner.step(item.batch)
         learned = time.perf_counter()
-        stats = probe_stats(result.turn_stats) if item.plan.probe else None
-        decision = self.controller.ingest(k, stats, self.staleness)
+        records = self.sources.turn_stats(result.turn_stats, item.parts)
+        decisions = self.sources.ingest(self.controller, k, item.parts, records, self.staleness)
         done = time.perf_counter()
         busy, shared = self.activity.within((waiting, done))
         times = overlapped_times(
@@ -200,7 +201,7 @@ class OverlappedSteps:
         )
         cumulative = self._cumulative[k - 1]
         metrics = step_metrics(
-            self.settings, item.plan, decision, result, item.played.rollout, times, cumulative
+            self.settings, item.parts, decisions, result, item.played.rollout, times, cumulative
         )
         with self._changed:
             del self._batches[k]
@@ -208,7 +209,10 @@ class OverlappedSteps:
             self._cumulative[k] = metrics.cumulative_s
             self._done = k
             self._changed.notify_all()
-        return StepOutcome(plan=item.plan, decision=decision, result=result, metrics=metrics)
+        return StepOutcome(
+            plan=item.plans[0], decision=decisions[0], result=result, metrics=metrics,
+            decisions=tuple(decisions), turn_stats=tuple(records),
+        )  # fmt: skip
 
     def _roll(self) -> None:
         try:
@@ -217,8 +221,8 @@ class OverlappedSteps:
                 self._wait(partial(self._finished, basis))
                 version = max(basis, self.start)
                 self._publish_through(version)
-                plan = self.controller.plan(j, self.staleness).model_copy(update={"weights_version": version})
-                self._play(j, plan)
+                plans = self.sources.plans(self.controller, j, self.staleness)
+                self._play(j, [plan.model_copy(update={"weights_version": version}) for plan in plans])
             self._publish_through(self.last)
         except LaneStopped:
             return
@@ -227,15 +231,17 @@ class OverlappedSteps:
                 self._failure = exc
                 self._changed.notify_all()
 
-    def _play(self, j: int, plan: StepPlan) -> None:
+    def _play(self, j: int, plans: list[StepPlan]) -> None:
         started = time.perf_counter()
+        tasks = self.tasks_of(j)
+        depths = self.sources.depths(plans, tasks)
         played = play_and_score(
-            j, self.tasks_of(j), plan, self.settings, self.pool, self.teacher, self.activity
+            j, tasks, depths, plans[0].weights_version, self.settings, self.pool, self.teacher, self.activity
         )
-        blend = self.settings.blend
-        batch = learner_batch(plan, played.supervised, played.scores, blend.min_floor, blend.min_frac)
+        parts = self.sources.parts(plans, played.supervised, played.scores)
+        batch = mixed_learner_batch(j, parts)
         with self._changed:
-            self._batches[j] = PlayedStep(plan, played, batch, started, time.perf_counter())
+            self._batches[j] = PlayedStep(plans, played, parts, batch, started, time.perf_counter())
             self._changed.notify_all()
 
     def _publish_through(self, version: int) -> None:
@@ -310,8 +316,10 @@ def train(
         cumulative = _cumulative_before(run)
 
         def record_step(out: StepOutcome) -> None:
-            run.append(TURN_STATS_FILE, out.result.turn_stats.model_dump_json())
-            run.append(DECISIONS_FILE, out.decision.model_dump_json())
+            for record in out.turn_stats:  # one per source of a multi-environment run
+                run.append(TURN_STATS_FILE, record.model_dump_json())
+            for decision in out.decisions:
+                run.append(DECISIONS_FILE, decision.model_dump_json())
             run.append(METRICS_FILE, out.metrics.model_dump_json())
             exporter.observe(
                 out.metrics,
@@ -350,9 +358,14 @@ def train(
         else:
             phase("training", "training")
 
+        sources = settings.task_sources()
+        # the run's teacher, or each source's by env
+        teacher: Teachers = stack.teacher
+        if settings.sources:
+            teacher = {env: client for env, client in stack.teachers.items() if env is not None}
+
         def tasks_of(k: int) -> list[EpisodeTask]:
-            r = settings.rollout
-            return step_tasks(r.env, "train", settings.optim.batch, r.n, k, settings.run.seed, r.task_types)
+            return mixed_step_tasks(sources, settings.optim.batch, settings.rollout.n, k, settings.run.seed)
 
         if settings.pipeline.max_staleness == 0:
             for k in range(start + 1, settings.optim.steps + 1):
@@ -362,7 +375,7 @@ def train(
                     settings,
                     stack.controller,
                     stack.pool,
-                    stack.teacher,
+                    teacher,
                     stack.learner,
                     cumulative,
                 )
@@ -388,7 +401,7 @@ def train(
                 start,
                 stack.controller,
                 stack.pool,
-                stack.teacher,
+                teacher,
                 tasks_of,
                 lambda step, cumulative_s: evals.put(evaluated(step, cumulative_s)),
                 lambda ref: ray.put(ray.get(ref)),

@@ -8,15 +8,19 @@ statistics are exactly those of the single-source functions.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from services.contracts.controller import StepPlan
+from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch
 from services.contracts.records import TurnStatsRecord
-from services.contracts.rollout import Trajectory
+from services.contracts.rollout import EpisodeTask
+from services.contracts.trajectory import Trajectory
 from services.errors import InputError
 from services.learner.turn_weights import SourcePart, mixed_weights
+from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step_data import TeacherScores, build_samples, check_supervised
 from services.settings.task_mix import TaskSource
+from services.settings.tree import TurnOPDSettings
 
 
 @dataclass(frozen=True)
@@ -86,3 +90,85 @@ def source_turn_stats(record: TurnStatsRecord, parts: Sequence[SourceBatch]) -> 
             )
         )
     return out
+
+
+class ControllerLike(Protocol):
+    def plan(self, step: int, lag: int = 0, env: str | None = None) -> StepPlan: ...
+
+    def ingest(
+        self, step: int, stats: ProbeStats | None, lag: int = 0, env: str | None = None
+    ) -> StepDecision: ...
+
+
+@dataclass(frozen=True)
+class StepSources:
+    """The task sources every step plays, and the key of each one's controller (None: the run's only
+    controller, a single-source run, called exactly as before sources existed)."""
+
+    sources: tuple[TaskSource, ...]
+    keys: tuple[str | None, ...]
+
+    @classmethod
+    def of(cls, settings: TurnOPDSettings) -> "StepSources":
+        sources = tuple(settings.task_sources())
+        keys = tuple(s.env for s in sources) if settings.sources else (None,)
+        return cls(sources, keys)
+
+    @property
+    def single(self) -> bool:
+        return self.keys == (None,)
+
+    def plans(self, controller: ControllerLike, step: int, lag: int = 0) -> list[StepPlan]:
+        """Each source's plan of ``step`` from its controller."""
+        if self.single:
+            return [controller.plan(step, lag)]
+        return [controller.plan(step, lag, key) for key in self.keys]
+
+    def depths(self, plans: Sequence[StepPlan], tasks: Sequence[EpisodeTask]) -> int | list[int]:
+        """The rollout depth of every task: its source's plan's ``h_roll`` (one number for one source)."""
+        if self.single:
+            return plans[0].h_roll
+        by_env = {s.env: p.h_roll for s, p in zip(self.sources, plans, strict=True)}
+        return [by_env[task.env] for task in tasks]
+
+    def parts(
+        self, plans: Sequence[StepPlan], trajectories: Sequence[Trajectory], scores: Sequence[TeacherScores]
+    ) -> list[SourceBatch]:
+        """The step's supervised trajectories (source order) and scores split into the sources' parts."""
+        if self.single:
+            return [SourceBatch(self.sources[0], plans[0], list(trajectories), list(scores))]
+        return [
+            SourceBatch(
+                source,
+                plan,
+                [t for t in trajectories if t.env == source.env],
+                [s for t, s in zip(trajectories, scores, strict=True) if t.env == source.env],
+            )
+            for source, plan in zip(self.sources, plans, strict=True)
+        ]
+
+    def turn_stats(self, record: TurnStatsRecord, parts: Sequence[SourceBatch]) -> list[TurnStatsRecord]:
+        """The step's turn statistics as written: the learner's record (one source), else one per source."""
+        return [record] if self.single else source_turn_stats(record, parts)
+
+    def ingest(
+        self,
+        controller: ControllerLike,
+        step: int,
+        parts: Sequence[SourceBatch],
+        records: Sequence[TurnStatsRecord],
+        lag: int = 0,
+    ) -> list[StepDecision]:
+        """Complete ``step`` in every source's controller, each with its own probe statistics; the
+        decisions name their source's env (a multi-source run)."""
+        if self.single:
+            stats = probe_stats(records[0]) if parts[0].plan.probe else None
+            return [controller.ingest(step, stats, lag)]
+        by_env = {r.env: r for r in records}
+        decisions = []
+        for part, key in zip(parts, self.keys, strict=True):
+            record = by_env.get(part.source.env)
+            stats = probe_stats(record) if part.plan.probe and record is not None else None
+            decision = controller.ingest(step, stats, lag, key)
+            decisions.append(decision.model_copy(update={"env": part.source.env}))
+        return decisions

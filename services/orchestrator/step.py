@@ -13,9 +13,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from services.contracts.controller import ProbeStats, StepDecision, StepPlan
+from services.contracts.controller import StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch, LearnerStepResult
-from services.contracts.orchestrator import StepMetrics, StepTimes
+from services.contracts.orchestrator import SourceStepMetrics, StepMetrics, StepTimes
+from services.contracts.records import TurnStatsRecord
 from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import TurnOPDError
@@ -26,11 +27,10 @@ from services.orchestrator.busy_time import (
     overlap_seconds,
     shared_seconds,
 )
-from services.orchestrator.probe_stats import probe_stats
-from services.orchestrator.step_data import TeacherScores, learner_batch, supervised_trajectories
+from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources, mixed_learner_batch
+from services.orchestrator.step_data import TeacherScores, supervised_trajectories
 from services.orchestrator.teacher_scores import ScoreStream, Teachers, score_after_rollouts
 from services.settings.tree import TurnOPDSettings
-from services.teacher_scorer.handle_client import TeacherHandleClient
 
 
 class RolloutPoolLike(Protocol):
@@ -50,22 +50,21 @@ class RolloutPoolLike(Protocol):
     def publish_weights(self, weights_ref: Any, version: int) -> None: ...
 
 
-class ControllerLike(Protocol):
-    def plan(self, step: int, lag: int = 0) -> StepPlan: ...
-
-    def ingest(self, step: int, stats: ProbeStats | None, lag: int = 0) -> StepDecision: ...
-
-
 class LearnerLike(Protocol):
     def step(self, batch: LearnerBatch) -> tuple[LearnerStepResult, Any]: ...
 
 
 @dataclass(frozen=True)
 class StepOutcome:
+    """A step's outcome: the first source's plan and decision (the only ones of a single-source
+    step), every source's decisions and turn statistics as logged."""
+
     plan: StepPlan
     decision: StepDecision
     result: LearnerStepResult
     metrics: StepMetrics
+    decisions: tuple[StepDecision, ...]
+    turn_stats: tuple[TurnStatsRecord, ...]
 
 
 class NoTrajectoriesError(TurnOPDError, RuntimeError):
@@ -86,13 +85,15 @@ class Played:
 def play_and_score(
     k: int,
     tasks: list[EpisodeTask],
-    plan: StepPlan,
+    depths: int | Sequence[int],
+    weights_version: int,
     settings: TurnOPDSettings,
     pool: RolloutPoolLike,
     teacher: Teachers,
     activity: PoolActivity | None = None,
 ) -> Played:
-    """Play step k's tasks and score them: after the rollouts, or streamed while they play.
+    """Play step k's tasks (``depths``: the turn cap of all, or of each) with ``weights_version`` and
+    score them, each by its source's teacher: after the rollouts, or streamed while they play.
 
     ``activity``: where the rollout pool's and the teacher's work is also marked as it happens.
     """
@@ -100,16 +101,14 @@ def play_and_score(
     rollout_busy = nullcontext() if activity is None else activity.busy("rollout")
     if not settings.pipeline.stream_teacher:
         with rollout_busy:
-            rollout = pool.play(tasks, plan.h_roll, temperature, plan.weights_version)
+            rollout = pool.play(tasks, depths, temperature, weights_version)
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
         scores, intervals = score_after_rollouts(teacher, supervised, top_k, activity)
         return Played(rollout, supervised, scores, done, intervals)
     with ScoreStream(teacher, top_k, activity) as stream:
         with rollout_busy:
-            rollout = pool.play(
-                tasks, plan.h_roll, temperature, plan.weights_version, on_result=stream.submit
-            )
+            rollout = pool.play(tasks, depths, temperature, weights_version, on_result=stream.submit)
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
         scores = stream.collect(supervised)
@@ -129,24 +128,29 @@ def run_step(
     settings: TurnOPDSettings,
     controller: ControllerLike,
     pool: RolloutPoolLike,
-    teacher: TeacherHandleClient,
+    teacher: Teachers,
     learner: LearnerLike,
     cumulative_s: float,
+    sources: StepSources | None = None,
 ) -> StepOutcome:
-    """Run optimizer step k end to end and return what to log."""
+    """Run optimizer step k end to end and return what to log (``sources``: the run's task sources,
+    each planned, scored and ingested by its own controller and teacher; default: the settings')."""
+    sources = sources or StepSources.of(settings)
     t0 = time.perf_counter()
-    plan = controller.plan(k)
+    plans = sources.plans(controller, k)
     t1 = time.perf_counter()
-    played = play_and_score(k, tasks, plan, settings, pool, teacher)
+    played = play_and_score(
+        k, tasks, sources.depths(plans, tasks), plans[0].weights_version, settings, pool, teacher
+    )
     rollout, t2 = played.rollout, played.rollouts_done
-    blend = settings.blend
-    batch = learner_batch(plan, played.supervised, played.scores, blend.min_floor, blend.min_frac)
+    parts = sources.parts(plans, played.supervised, played.scores)
+    batch = mixed_learner_batch(k, parts)
     t3 = time.perf_counter()
     result, weights_ref = learner.step(batch)
     t4 = time.perf_counter()
     pool.publish_weights(weights_ref, result.weights_version)
-    stats = probe_stats(result.turn_stats) if plan.probe else None
-    decision = controller.ingest(k, stats)
+    records = sources.turn_stats(result.turn_stats, parts)
+    decisions = sources.ingest(controller, k, parts, records)
     t5 = time.perf_counter()
     busy = {"rollout": [(t1, t2)], "teacher": played.teacher_intervals, "learner": [(t3, t4)]}
     times = StepTimes(
@@ -161,21 +165,26 @@ def run_step(
         learner_busy_s=t4 - t3,
         overlap_s=shared_seconds(busy.values(), (t0, t5)),
     )
-    metrics = step_metrics(settings, plan, decision, result, rollout, times, cumulative_s)
-    return StepOutcome(plan=plan, decision=decision, result=result, metrics=metrics)
+    metrics = step_metrics(settings, parts, decisions, result, rollout, times, cumulative_s)
+    return StepOutcome(
+        plan=plans[0], decision=decisions[0], result=result, metrics=metrics,
+        decisions=tuple(decisions), turn_stats=tuple(records),
+    )  # fmt: skip
 
 
 def step_metrics(
     settings: TurnOPDSettings,
-    plan: StepPlan,
-    decision: StepDecision,
+    parts: Sequence[SourceBatch],
+    decisions: Sequence[StepDecision],
     result: LearnerStepResult,
     rollout: RolloutResult,
     times: StepTimes,
     cumulative_s: float,
 ) -> StepMetrics:
-    """The ``metrics.jsonl`` line of step ``plan.step``; ``cumulative_s`` is the sum of the steps before."""
+    """The ``metrics.jsonl`` line of the step; ``cumulative_s`` is the sum of the steps before. The
+    controller's fields are the first source's; a multi-source step lists every source's in ``sources``."""
     trajs = rollout.trajectories
+    plan, decision = parts[0].plan, decisions[0]
     return StepMetrics(
         step=plan.step,
         method=settings.run.method,
@@ -202,7 +211,36 @@ def step_metrics(
         weights_lag=plan.step - 1 - plan.weights_version,
         times=times,
         cumulative_s=cumulative_s + times.total_s,
+        sources=source_metrics(parts, decisions, rollout) if settings.sources else None,
     )
+
+
+def source_metrics(
+    parts: Sequence[SourceBatch], decisions: Sequence[StepDecision], rollout: RolloutResult
+) -> list[SourceStepMetrics]:
+    """Each source's controller fields and rollouts of a multi-source step."""
+    out = []
+    for part, decision in zip(parts, decisions, strict=True):
+        trajs = [t for t in rollout.trajectories if t.env == part.source.env]
+        n = max(len(trajs), 1)
+        out.append(
+            SourceStepMetrics(
+                env=part.source.env,
+                probe=part.plan.probe,
+                h_roll=part.plan.h_roll,
+                h_hat=part.plan.h_hat,
+                h_bar=decision.h_bar,
+                h_eff=decision.h_eff,
+                h_cov=decision.h_cov,
+                h_ctrl=decision.h_ctrl,
+                alpha=part.plan.alpha,
+                success_rate=sum(t.success for t in trajs) / n,
+                mean_turns=sum(len(t.turns) for t in trajs) / n,
+                trajectories=len(trajs),
+                failed_episodes=sum(1 for f in rollout.failures if f.task.env == part.source.env),
+            )
+        )
+    return out
 
 
 def overlapped_times(

@@ -4,8 +4,10 @@ import asyncio
 import time
 
 import pytest
-from step_fakes import TASKS, TOP_K, FakeController, FakeLearner, FakePool, FakeTeacher
+from step_fakes import TASKS, TOP_K, TRAJECTORIES, FakeController, FakeLearner, FakePool, FakeTeacher
 
+from services.contracts.controller import StepDecision, StepPlan
+from services.contracts.rollout import EpisodeTask
 from services.orchestrator.step import NoTrajectoriesError, run_step
 from services.settings.tree import TurnOPDSettings
 
@@ -100,3 +102,108 @@ def test_streamed_scoring_overlaps_the_rollouts():
     ).metrics.times
     assert synchronous.teacher_busy_s is not None and synchronous.teacher_busy_s >= 0.1
     assert synchronous.teacher_overlap_s == 0.0 and synchronous.teacher_s >= 0.1
+
+
+class EnvController(FakeController):
+    """A controller per env: household probes at depth 8 with alpha 1, search plays 3 turns at alpha 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[tuple[str, int, str | None]] = []
+
+    def plan(self, step, lag=0, env=None):
+        self.calls.append(("plan", step, env))
+        probe = env == "alfworld"
+        return StepPlan(
+            step=step,
+            probe=probe,
+            h_roll=8 if probe else 3,
+            h_hat=3,
+            alpha=1.0 if probe else 0.0,
+            weights_version=step - 1,
+        )
+
+    def ingest(self, step, stats, lag=0, env=None):
+        self.calls.append(("ingest", step, env))
+        self.ingested.append((step, stats))
+        return StepDecision(
+            step=step,
+            probe=env == "alfworld",
+            h_roll=3,
+            h_hat=3,
+            h_bar=4.5 if env == "alfworld" else 2.0,
+            h_eff=1,
+            h_cov=2,
+            h_ctrl=2,
+        )
+
+
+class DepthPool(FakePool):
+    """Records the depth of each task."""
+
+    def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
+        self.depths = list(h_roll)
+        return super().play(tasks, h_roll, temperature, weights_version, on_result)
+
+
+def test_a_multi_source_step_plans_scores_weighs_and_ingests_each_source_on_its_own():
+    mixed = settings().model_copy(
+        update={
+            "sources": TurnOPDSettings.model_validate(
+                {
+                    "sources": [
+                        {
+                            "env": "alfworld",
+                            "share": 0.75,
+                            "teacher": "teacher-novel",
+                            "blend": {"min_floor": 1},
+                        },
+                        {
+                            "env": "search",
+                            "share": 0.25,
+                            "teacher": "teacher-search",
+                            "blend": {"min_floor": 1},
+                        },
+                    ]
+                }
+            ).sources
+        }
+    )
+    # a, c are household trajectories; d plays search
+    trajectories = [
+        t.model_copy(update={"env": "search"}) if t.episode_id == "d" else t for t in TRAJECTORIES
+    ]
+    tasks = [EpisodeTask(env=e, split="train", seed=i) for i, e in enumerate(["alfworld"] * 3 + ["search"])]
+    controller, pool, learner = EnvController(), DepthPool(trajectories), FakeLearner()
+    household, search = FakeTeacher(), FakeTeacher()
+    out = run_step(4, tasks, mixed, controller, pool, {"alfworld": household, "search": search}, learner, 0.0)
+
+    assert pool.depths == [8, 8, 8, 3]  # each task at its source's depth
+    assert household.requests == [[3, 1]] and search.requests == [[3]]
+    (batch,) = learner.batches
+    a, c, d = batch.samples
+    assert sum(a.token_weights) + sum(c.token_weights) == pytest.approx(0.75)
+    assert d.token_weights == pytest.approx([0.25 / 3] * 3)  # search at trajectory level, its share
+    assert [call for call in controller.calls if call[0] == "ingest"] == [
+        ("ingest", 4, "alfworld"),
+        ("ingest", 4, "search"),
+    ]
+    (_, household_stats), (_, search_stats) = controller.ingested
+    assert household_stats is not None and household_stats.survivors == [2, 1] and search_stats is None
+    assert [d.env for d in out.decisions] == ["alfworld", "search"]
+    assert [(r.env, len(r.trajectories), r.probe) for r in out.turn_stats] == [
+        ("alfworld", 2, True),
+        ("search", 1, False),
+    ]
+    sources = out.metrics.sources
+    assert sources is not None and [(s.env, s.h_roll, s.h_bar, s.trajectories) for s in sources] == [
+        ("alfworld", 8, 4.5, 3),
+        ("search", 3, 2.0, 1),
+    ]
+    assert out.metrics.model_dump()["sources"][1]["env"] == "search"
+    assert (
+        "sources"
+        not in run_step(
+            4, TASKS, settings(), FakeController(), FakePool(), FakeTeacher(), FakeLearner(), 0.0
+        ).metrics.model_dump()
+    )
