@@ -126,3 +126,14 @@ class EvalRecord(Contract):
     success_rate: Probability
     avg_at_n: Probability
     per_task_type: dict[str, Probability]
+    env: str | None = Field(
+        None,
+        description="The task source evaluated (a multi-environment run); None, and left out: one source.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.env is None:
+            data.pop("env", None)
+        return data

@@ -1,30 +1,47 @@
-"""Periodic validation during training: Avg@n on the validation split with the current weights."""
+"""Periodic validation during training: Avg@n on each task source's validation split with the
+current weights (one source: ``[rollout] env`` on ``[eval] split``)."""
 
 from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
 from services.contracts.orchestrator import EvalRecord
 from services.rollout_worker.evaluation import eval_report, eval_tasks
 from services.rollout_worker.pool import RolloutPool
 from services.rollout_worker.seeds import derive_seed
+from services.settings.task_mix import TaskSource
 from services.settings.tree import TurnOPDSettings
 
 
-def eval_task_types(settings: TurnOPDSettings) -> list[str]:
-    """The configured task types, or the six household types on `alfworld`."""
-    if settings.rollout.task_types:
-        return list(settings.rollout.task_types)
-    return list(HOUSEHOLD_TASK_TYPES) if settings.rollout.env == "alfworld" else []
+def eval_task_types(source: TaskSource) -> list[str]:
+    """The source's task types, or the six household types on `alfworld`."""
+    if source.task_types:
+        return list(source.task_types)
+    return list(HOUSEHOLD_TASK_TYPES) if source.env == "alfworld" else []
 
 
 def evaluate(
     pool: RolloutPool, settings: TurnOPDSettings, step: int, weights_version: int, cumulative_s: float
+) -> list[EvalRecord]:
+    """Every source's validation: its fixed games (``eval.seed``) ``val_n`` times each, Avg@n per
+    task type; a record per source (``env`` set in a multi-environment run)."""
+    return [
+        evaluate_source(pool, settings, source, step, weights_version, cumulative_s)
+        for source in settings.task_sources()
+    ]
+
+
+def evaluate_source(
+    pool: RolloutPool,
+    settings: TurnOPDSettings,
+    source: TaskSource,
+    step: int,
+    weights_version: int,
+    cumulative_s: float,
 ) -> EvalRecord:
-    """Play the fixed validation games (``eval.seed``) ``val_n`` times each; Avg@n per task type."""
     cfg = settings.eval
-    types = eval_task_types(settings)
-    tasks = eval_tasks(settings.rollout.env, cfg.split, cfg.episodes, cfg.val_n, cfg.seed, types)
+    types = eval_task_types(source)
+    tasks = eval_tasks(source.env, source.eval_split, cfg.episodes, cfg.val_n, cfg.seed, types)
     result = pool.play(
         tasks,
-        settings.rollout.max_turns,
+        source.max_turns,
         cfg.val_temperature,
         weights_version,
         seed=derive_seed("eval", cfg.seed),
@@ -39,17 +56,18 @@ def evaluate(
         model=settings.models.student,
         n=cfg.val_n,
         temperature=cfg.val_temperature,
-        max_turns=settings.rollout.max_turns,
+        max_turns=source.max_turns,
         seed=cfg.seed,
         task_types=types,
     )
     return EvalRecord(
         step=step,
         cumulative_s=cumulative_s,
-        split=cfg.split,
+        split=source.eval_split,
         episodes=report.episodes,
         n=cfg.val_n,
         success_rate=report.success_rate,
         avg_at_n=report.avg_at_n,
         per_task_type={t: s.avg_at_n for t, s in report.per_task_type.items()},
+        env=source.env if settings.sources else None,
     )

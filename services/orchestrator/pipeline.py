@@ -83,7 +83,11 @@ def _resume(stack: Stack, run: RunDir) -> int:
 
 def _eval_size(settings: TurnOPDSettings) -> str:
     e = settings.eval
-    return f"{e.episodes} {e.split} episodes x {e.val_n}, temperature {e.val_temperature:g}"
+    games = ", ".join(
+        f"{e.episodes} {s.eval_split}" + (f" {s.env}" if settings.sources else "")
+        for s in settings.task_sources()
+    )
+    return f"{games} episodes x {e.val_n}, temperature {e.val_temperature:g}"
 
 
 def eval_due(settings: TurnOPDSettings, step: int) -> bool:
@@ -332,14 +336,15 @@ def train(
             live.step_done(out.metrics)
             on_step(out.metrics)
 
-        def evaluated(step: int, cumulative_s: float) -> EvalRecord:
-            """Evaluate the weights the pool holds (version ``step``) and log it."""
-            record = evaluate(
+        def evaluated(step: int, cumulative_s: float) -> list[EvalRecord]:
+            """Evaluate the weights the pool holds (version ``step``) on every source and log it."""
+            records = evaluate(
                 stack.pool, settings, step=step, weights_version=step, cumulative_s=cumulative_s
             )
-            run.append(EVAL_FILE, record.model_dump_json())
-            live.eval_done(record)
-            return record
+            for record in records:
+                run.append(EVAL_FILE, record.model_dump_json())
+                live.eval_done(record)
+            return records
 
         def phase(state: RunPhase, text: str) -> None:
             """Tell `turnopd status` (``state``) and the console (``text``) what the run does now."""
@@ -349,7 +354,8 @@ def train(
         def evaluate_between_steps(step: int, cumulative_s: float, when: str) -> None:
             """An evaluation the step loop waits for, then back to training."""
             phase("evaluating", f"evaluating the student {when} ({_eval_size(settings)})")
-            on_eval(evaluated(step, cumulative_s))
+            for record in evaluated(step, cumulative_s):
+                on_eval(record)
             phase("training", "training")
 
         if eval_due(settings, start) and start not in run.steps_logged(EVAL_FILE):
@@ -385,11 +391,12 @@ def train(
                     evaluate_between_steps(k, cumulative, f"after step {k}")
                 ops.at_step_boundary(k)
         else:
-            evals: queue.SimpleQueue[EvalRecord] = queue.SimpleQueue()
+            evals: queue.SimpleQueue[list[EvalRecord]] = queue.SimpleQueue()
 
             def report_evals() -> None:  # the rollout lane evaluates; on_eval runs on this thread
                 while not evals.empty():
-                    on_eval(evals.get())
+                    for record in evals.get():
+                        on_eval(record)
 
             def step_done(out: StepOutcome) -> None:
                 record_step(out)
