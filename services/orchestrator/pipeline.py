@@ -302,7 +302,12 @@ def train(
     # step missing from every log: resume from the last step the logs hold instead.
     drop_checkpoints_after(run.root, max(run.steps_logged(METRICS_FILE), default=0))
     with ExitStack() as exits:
-        exporter = TrainingMetrics(CollectorRegistry(), settings.rollout.max_turns, settings.diagnostics)
+        exporter = TrainingMetrics(
+            CollectorRegistry(),
+            max(source.max_turns for source in settings.task_sources()),
+            settings.diagnostics,
+            settings.task_sources()[0].env,
+        )
         if settings.metrics.enabled:  # first: a port in use or a missing token fails before Ray starts
             m = settings.metrics
             token = settings.security.resolved_service_token()

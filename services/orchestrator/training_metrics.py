@@ -4,8 +4,9 @@ The driver serves them (``[metrics]``, ``MetricsExporter``) because every value 
 outcome it already holds: the controller's decision, the learner's merged step result, the
 rollout pool's merged result and its recovery counters (the pool object lives in the driver).
 
-Controller: ``turnopd_controller_{step,h_eff,h_cov,h_ctrl,h_bar,h_hat,h_roll,alpha,probe}`` and
-``turnopd_controller_probes_total``. Learner: ``turnopd_learner_{loss,mean_kl,grad_norm,tokens_per_second,
+Controller, labelled with the task source's ``env`` (one series per source of a multi-environment
+run): ``turnopd_controller_{step,h_eff,h_cov,h_ctrl,h_bar,h_hat,h_roll,alpha,probe}{env}`` and
+``turnopd_controller_probes_total{env}``. Learner: ``turnopd_learner_{loss,mean_kl,grad_norm,tokens_per_second,
 deep_loss_budget,reliable_prefix}``, ``turnopd_learner_turn_loss_share{turn}`` and
 ``turnopd_learner_turn_kl{turn}`` for turns of the reliable prefix (labels bounded by ``max_turns``),
 ``turnopd_learner_seconds{phase}``, ``turnopd_learner_tokens_total``, ``turnopd_step_seconds{phase}``.
@@ -23,7 +24,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.contracts.learner import LearnerStepResult
-from services.contracts.orchestrator import StepMetrics
+from services.contracts.orchestrator import SourceStepMetrics, StepMetrics
 from services.diagnostics.reliable_prefix import reliable_prefix_length, thirds
 from services.diagnostics.step_stats import StepStats
 from services.operations.pool_load import POOLS, pool_load
@@ -44,8 +45,15 @@ WEIGHTS_LAG_BUCKETS = (0, 1, 2, 3, 4, 8)
 
 
 class TrainingMetrics:
-    def __init__(self, registry: CollectorRegistry, max_turns: int, thresholds: DiagnosticsSettings) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        max_turns: int,
+        thresholds: DiagnosticsSettings,
+        env: str = "alfworld",
+    ) -> None:
         self.registry = registry
+        self.env = env  # the ``env`` label of a single-source run's controller series
         self.max_turns = max_turns
         self.thresholds = thresholds
         self._history: list[list[int]] = []
@@ -54,7 +62,7 @@ class TrainingMetrics:
             return Gauge(f"turnopd_{name}", doc, labels, registry=registry)
 
         self.controller = {
-            key: gauge(f"controller_{key}", doc)
+            key: gauge(f"controller_{key}", doc, ("env",))
             for key, doc in {
                 "step": "Last completed optimizer step k.",
                 "h_eff": "Efficiency centroid H_eff of the last probe (0-based turn).",
@@ -67,7 +75,7 @@ class TrainingMetrics:
                 "probe": "1 when the step was a full-depth probe.",
             }.items()
         }
-        self.probes = Counter("turnopd_controller_probes", "Probe steps so far.", registry=registry)
+        self.probes = Counter("turnopd_controller_probes", "Probe steps so far.", ("env",), registry=registry)
         self.learner = {
             key: gauge(f"learner_{key}", doc)
             for key, doc in {
@@ -137,15 +145,20 @@ class TrainingMetrics:
         learner: LearnerStepResult | None = None,
     ) -> None:
         """Update every metric after step ``m.step`` (``learner``: its time split)."""
-        for key in ("step", "h_bar", "h_hat", "h_roll", "alpha", "h_cov"):
-            self.controller[key].set(float(getattr(m, key)))
-        for key in ("h_eff", "h_ctrl"):
-            value = getattr(m, key)
-            if value is not None:
-                self.controller[key].set(float(value))
-        self.controller["probe"].set(1.0 if m.probe else 0.0)
-        if m.probe:
-            self.probes.inc()
+        parts: list[tuple[str, StepMetrics | SourceStepMetrics]] = (
+            [(s.env, s) for s in m.sources] if m.sources else [(self.env, m)]
+        )
+        for env, part in parts:
+            self.controller["step"].labels(env=env).set(float(m.step))
+            for key in ("h_bar", "h_hat", "h_roll", "alpha", "h_cov"):
+                self.controller[key].labels(env=env).set(float(getattr(part, key)))
+            for key in ("h_eff", "h_ctrl"):
+                value = getattr(part, key)
+                if value is not None:
+                    self.controller[key].labels(env=env).set(float(value))
+            self.controller["probe"].labels(env=env).set(1.0 if part.probe else 0.0)
+            if part.probe:
+                self.probes.labels(env=env).inc()
         self.learner["loss"].set(m.loss)
         self.learner["mean_kl"].set(m.mean_kl)
         self.learner["grad_norm"].set(m.grad_norm)

@@ -139,3 +139,33 @@ def test_pool_busy_ratios_overlap_and_the_weights_lag_histogram():
     assert 'turnopd_step_weights_lag_bucket{le="0.0"} 2.0' in text  # steps 1 and 3
     assert 'turnopd_step_weights_lag_bucket{le="1.0"} 3.0' in text
     assert value(text, "turnopd_step_weights_lag_count") == 3
+
+
+def test_each_source_of_a_multi_environment_run_has_its_own_controller_series():
+    from services.contracts.orchestrator import SourceStepMetrics
+
+    def source(env, h_hat, probe):
+        return SourceStepMetrics(
+            env=env, probe=probe, h_roll=h_hat, h_hat=h_hat, h_bar=h_hat - 0.5, h_eff=None, h_cov=1, h_ctrl=None,
+            alpha=0.1, success_rate=0.0, mean_turns=2.0, trajectories=4, failed_episodes=0,
+        )  # fmt: skip
+
+    registry = CollectorRegistry()
+    tm = TrainingMetrics(registry, max_turns=10, thresholds=DiagnosticsSettings(min_survivors=2))
+    m = metrics(3, True).model_copy(
+        update={"sources": [source("alfworld", 30, True), source("search", 4, False)]}
+    )
+    tm.observe(m, stats(3))
+    text = generate_latest(registry).decode()
+    assert (
+        'turnopd_controller_h_hat{env="alfworld"} 30.0' in text
+        and 'turnopd_controller_h_hat{env="search"} 4.0' in text
+    )
+    assert 'turnopd_controller_step{env="search"} 3.0' in text
+    assert (
+        'turnopd_controller_probes_total{env="alfworld"} 1.0' in text
+        and 'probes_total{env="search"}' not in text
+    )
+    single = CollectorRegistry()
+    TrainingMetrics(single, 10, DiagnosticsSettings(), env="webshop").observe(metrics(1, False), stats(1))
+    assert 'turnopd_controller_h_hat{env="webshop"} 7.0' in generate_latest(single).decode()
