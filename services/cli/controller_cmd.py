@@ -3,17 +3,30 @@
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from services.cli.options import settings_with
 from services.contracts.controller import ProbeStats
 from services.contracts.jsonl import read_jsonl
+from services.contracts.records import TurnStatsRecord
 from services.controller.replay import replay, unused_snapshot_steps
 from services.errors import InputError
+from services.orchestrator.probe_stats import probe_stats
+from services.run_dir import SECRET_FIELDS, TURN_STATS_FILE, RunDir
+from services.settings import load_settings
+from services.settings.tree import saved_settings
 
 app = typer.Typer(help="The adaptive rollout-depth controller.", no_args_is_help=True)
+
+
+def run_probes(turn_stats: Path, env: str | None, multi: bool) -> list[ProbeStats]:
+    """The probe statistics of a run's probe steps (of source ``env``, required in a multi-environment run)."""
+    if multi and env is None:
+        raise InputError("the run has several task sources: name one with --env")
+    records = read_jsonl(turn_stats, TurnStatsRecord)
+    return [probe_stats(r) for r in records if r.probe and (not multi or r.env == env)]
 
 
 def _index_by_step(snapshots: list[ProbeStats], path: Path) -> dict[int, ProbeStats]:
@@ -28,7 +41,11 @@ def _index_by_step(snapshots: list[ProbeStats], path: Path) -> dict[int, ProbeSt
 @app.command("replay")
 def replay_cmd(
     snapshots_file: Annotated[
-        Path, typer.Argument(help="Probe snapshots, JSONL: step, kl_per_turn, survivors, success_turns.")
+        Path,
+        typer.Argument(
+            help="Probe snapshots, JSONL: step, kl_per_turn, survivors, success_turns; or a run directory, "
+            "whose probe steps' turn statistics give them (and whose config the defaults)."
+        ),
     ],
     steps: Annotated[int | None, typer.Option("--steps", help="K: steps to replay (default: 100).")] = None,
     ema_alpha: Annotated[float | None, typer.Option(help="EMA weight on H_ctrl (default: 0.3).")] = None,
@@ -55,10 +72,15 @@ def replay_cmd(
             "--lag", min=0, help="Staleness s: plan step k from the state after step k-1-s (default 0: k-1)."
         ),
     ] = 0,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            help="A multi-environment run's source: replay its controller, from its own probes and depth."
+        ),
+    ] = None,
 ) -> None:
     """Replay the controller over logged probes; print one JSON line per step 1..K."""
-    settings = settings_with(
-        config,
+    flags: dict[str, dict[str, Any]] = dict(
         optim={"steps": steps},
         depth={
             "ema_alpha": ema_alpha,
@@ -71,12 +93,25 @@ def replay_cmd(
             "use_success": use_success,
         },
     )
-    by_step = _index_by_step(read_jsonl(snapshots_file, ProbeStats), snapshots_file)
+    run = RunDir(snapshots_file) if snapshots_file.is_dir() else None
+    if run is not None and config is None:  # the run's own settings, the flags given on top
+        saved = saved_settings(run.saved_config()).model_dump(exclude=SECRET_FIELDS)
+        for section, values in flags.items():
+            saved[section].update({key: value for key, value in values.items() if value is not None})
+        settings = load_settings(None, saved)
+    else:
+        settings = settings_with(config, **flags)
+    depth = settings.depth if env is None else settings.for_controller(env).depth
+    if run is not None:
+        snapshots = run_probes(run.path(TURN_STATS_FILE), env, multi=bool(settings.sources))
+    else:
+        snapshots = read_jsonl(snapshots_file, ProbeStats)
+    by_step = _index_by_step(snapshots, snapshots_file)
     total = settings.optim.steps
     # Decide everything before printing, so a bad snapshot never leaves a half-written output.
-    lines = [json.dumps(d.model_dump()) for d in replay(by_step, total, settings.depth, lag)]
+    lines = [json.dumps(d.model_dump()) for d in replay(by_step, total, depth, lag)]
     sys.stdout.write("\n".join(lines) + "\n")
-    unused = unused_snapshot_steps(by_step, total, settings.depth)
+    unused = unused_snapshot_steps(by_step, total, depth)
     if unused:
         shown = ", ".join(map(str, unused[:10])) + (" ..." if len(unused) > 10 else "")
         print(

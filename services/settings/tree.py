@@ -245,7 +245,8 @@ class TurnOPDSettings(TomlSettings):
     @model_validator(mode="after")
     def _one_task_mix(self) -> "TurnOPDSettings":
         """With [[sources]], each source names its env, teacher and eval split: the run-wide keys
-        they replace may not be set too (they would do nothing)."""
+        they replace may not be set otherwise than their defaults (they would do nothing). A saved
+        config, which holds every key at its default, reads back."""
         if not self.sources:
             return self
         for section, key in (
@@ -254,7 +255,8 @@ class TurnOPDSettings(TomlSettings):
             ("eval", "split"),
             ("models", "teacher"),
         ):
-            if key in getattr(self, section).model_fields_set:
+            values = getattr(self, section)
+            if getattr(values, key) != type(values).model_fields[key].get_default(call_default_factory=True):
                 raise ValueError(
                     f"{section}.{key} is set, but a run with [[sources]] takes it from each source; remove it"
                 )

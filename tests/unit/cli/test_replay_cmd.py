@@ -114,3 +114,48 @@ def test_lag_plans_each_step_from_the_state_s_steps_older(cli, examples):
     snaps = {s.step: s for s in read_jsonl(examples / "probes.jsonl", ProbeStats)}
     assert rows == [d.model_dump() for d in replay(snaps, 40, DepthSettings(max=30, min=3), lag=2)]
     assert cli(*args, "--lag", -1).code == 2
+
+
+def test_a_multi_environment_run_replays_one_sources_controller(cli, tmp_path):
+    from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
+    from services.orchestrator.probe_stats import probe_stats
+    from services.settings import load_settings
+
+    settings = load_settings(
+        None,
+        {
+            "optim": {"steps": 6},
+            "depth": {"warmup_steps": 1, "probe_interval": 2, "max": 12},
+            "sources": [
+                {"env": "alfworld", "share": 0.5, "teacher": "a"},
+                {"env": "search", "share": 0.5, "teacher": "b", "depth": {"max": 5, "min": 1}},
+            ],
+        },
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(settings.model_dump_json())
+
+    def record(step, env, turns):
+        stats = [
+            TrajectoryTurnStats(
+                turn_tokens=[2] * turns, turn_kl_sum=[0.5] * turns, success=True, truncated=False
+            )
+        ] * 2
+        return TurnStatsRecord(
+            step=step, probe=True, alpha=0.0, h_roll=5, trajectories=stats, env=env
+        )
+
+    records = [
+        record(k, env, 4 if env == "alfworld" else 2) for k in range(1, 7) for env in ("alfworld", "search")
+    ]
+    write_lines(run / "turn_stats.jsonl", [r.model_dump_json() for r in records])
+    res = cli("controller", "replay", run, "--env", "search")
+    assert res.code == 0, res.err
+    probes = {r.step: probe_stats(r) for r in records if r.env == "search" and r.probe}
+    assert res.json_lines() == [
+        d.model_dump() for d in replay(probes, 6, settings.for_controller("search").depth)
+    ]
+    assert max(row["h_roll"] for row in res.json_lines()) == 5  # search's own H_max
+    refused = cli("controller", "replay", run)
+    assert refused.code == 2 and "name one with --env" in refused.err

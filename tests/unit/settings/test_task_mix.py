@@ -117,3 +117,10 @@ def test_each_teacher_gets_its_own_serve_app_and_two_teachers_one_name_are_refus
     clash = [HOUSEHOLD, {**SEARCH, "teacher": "/a/qwen"}, {**SHOP, "teacher": "/b/qwen/"}]
     with pytest.raises(ConfigError, match="would both be the Serve app 'teacher-qwen'"):
         load_settings(None, {"sources": clash})
+
+
+def test_a_saved_multi_environment_config_reads_back():
+    from services.settings.tree import saved_settings
+
+    settings = load_settings(None, {"sources": [HOUSEHOLD, SEARCH, SHOP]})
+    assert saved_settings(settings.model_dump_json()).task_sources() == settings.task_sources()
