@@ -20,6 +20,7 @@ from services.cli.result_view import load_result, render_result
 from services.contracts.method import Method
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
+from services.models.tokenizer_match import check_same_tokenizer
 from services.models.trained_format import check_task_reminder
 from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
@@ -33,9 +34,19 @@ def _resolved(
 
 
 def _check_formats(settings: TurnOPDSettings) -> None:
-    """Student and teacher must have been trained in the run's observation format (or not say)."""
-    for model in (settings.models.student, settings.models.teacher):
-        check_task_reminder(model, settings.models.cache_dir, settings.rollout.task_reminder)
+    """Student and teachers must have been trained in the observation format they play (or not
+    say): the student in the run's, each teacher in its source's; in a multi-environment run every
+    teacher must share the student's vocabulary."""
+    cache = settings.models.cache_dir
+    check_task_reminder(settings.models.student, cache, settings.rollout.task_reminder)
+    if not settings.sources:
+        check_task_reminder(settings.models.teacher, cache, settings.rollout.task_reminder)
+        return
+    teachers = {}
+    for i, source in enumerate(settings.task_sources()):
+        check_task_reminder(source.teacher, cache, source.task_reminder)
+        teachers[f"sources[{i}].teacher"] = source.teacher
+    check_same_tokenizer(settings.models.student, teachers, cache)
 
 
 def train(

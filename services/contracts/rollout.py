@@ -15,6 +15,11 @@ class EpisodeTask(Contract):
     seed: int = Field(ge=0, description="Picks the game deterministically (see EpisodeCreate.seed).")
     task_type: str | None = Field(None, min_length=1, description="Restrict to one task type (None: any).")
     sample_index: NonNegInt = Field(0, description="Which of the n samples of this game (Avg@n).")
+    task_reminder: bool | None = Field(
+        None,
+        description="End every tool observation with the task restated (None: the worker's [rollout] "
+        "task_reminder); a multi-environment run sets each source's own.",
+    )
 
 
 class RolloutRequest(Contract):

@@ -39,6 +39,8 @@ def evaluate_source(
     cfg = settings.eval
     types = eval_task_types(source)
     tasks = eval_tasks(source.env, source.eval_split, cfg.episodes, cfg.val_n, cfg.seed, types)
+    if settings.sources:  # each source in its own observation format
+        tasks = [t.model_copy(update={"task_reminder": source.task_reminder}) for t in tasks]
     result = pool.play(
         tasks,
         source.max_turns,

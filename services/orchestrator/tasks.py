@@ -46,10 +46,14 @@ def mixed_step_tasks(
     sources: Sequence[TaskSource], batch: int, n: int, step: int, seed: int
 ) -> list[EpisodeTask]:
     """Step ``step``'s tasks of every source, in source order: each source's share of ``batch``
-    (``source_counts``), drawn as ``step_tasks`` on its env, split and task types. One source with
-    share 1 gives ``step_tasks`` exactly."""
+    (``source_counts``), drawn as ``step_tasks`` on its env, split and task types, in its
+    observation format (``task_reminder``). One source gives ``step_tasks`` exactly."""
+    if len(sources) == 1:
+        only = sources[0]
+        return step_tasks(only.env, only.split, batch, n, step, seed, only.task_types)
     tasks: list[EpisodeTask] = []
     for source, count in zip(sources, source_counts([s.share for s in sources], batch), strict=True):
         if count:
-            tasks += step_tasks(source.env, source.split, count, n, step, seed, source.task_types)
+            drawn = step_tasks(source.env, source.split, count, n, step, seed, source.task_types)
+            tasks += [t.model_copy(update={"task_reminder": source.task_reminder}) for t in drawn]
     return tasks

@@ -180,7 +180,7 @@ async def _open(
             return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
     protocol = env_protocol(task.env)
     conversation = protocol.chat(chat).start(first_user_message(start, protocol.list_actions))
-    reminder = task_reminder(start, remind)
+    reminder = task_reminder(start, remind if task.task_reminder is None else task.task_reminder)
     return _Episode(task, start, conversation, list(start.admissible_actions), protocol, reminder)
 
 

@@ -32,6 +32,11 @@ class TaskSourceSettings(Section):
     max_turns: int | None = Field(
         None, ge=1, description="Its rollout turn cap (unset: [rollout] max_turns)."
     )
+    task_reminder: bool | None = Field(
+        None,
+        description="Restate the task in its observations, the format its teacher was trained in "
+        "(unset: [rollout] task_reminder).",
+    )
     depth: dict[str, Any] = Field(
         default_factory=dict, description="Keys of [depth] this source sets otherwise (its own controller)."
     )
@@ -52,6 +57,7 @@ class TaskSource(BaseModel):
     eval_split: str
     task_types: tuple[str, ...]
     max_turns: int
+    task_reminder: bool
     depth: DepthSettings
     blend: BlendSettings
 
@@ -74,7 +80,11 @@ def _override(section: BaseModel, changes: dict[str, Any], where: str) -> Any:
 
 
 def resolve_sources(
-    sources: list[TaskSourceSettings], depth: DepthSettings, blend: BlendSettings, max_turns: int
+    sources: list[TaskSourceSettings],
+    depth: DepthSettings,
+    blend: BlendSettings,
+    max_turns: int,
+    task_reminder: bool,
 ) -> list[TaskSource]:
     """Every source with the run's sections overridden by its own keys; ValueError naming the key
     when the shares do not sum to 1, an env appears twice, or an override is invalid."""
@@ -97,6 +107,7 @@ def resolve_sources(
                 eval_split=source.eval_split,
                 task_types=tuple(source.task_types),
                 max_turns=source.max_turns or max_turns,
+                task_reminder=task_reminder if source.task_reminder is None else source.task_reminder,
                 depth=_override(depth, source.depth, f"sources[{i}].depth"),
                 blend=_override(blend, source.blend, f"sources[{i}].blend"),
             )

@@ -124,7 +124,8 @@ class TurnOPDSettings(TomlSettings):
     def task_sources(self) -> list[TaskSource]:
         """The sources a step plays, every override applied (one, the run's own, without [[sources]])."""
         if self.sources:
-            return resolve_sources(self.sources, self.depth, self.blend, self.rollout.max_turns)
+            r = self.rollout
+            return resolve_sources(self.sources, self.depth, self.blend, r.max_turns, r.task_reminder)
         return [
             TaskSource(
                 env=self.rollout.env,
@@ -134,6 +135,7 @@ class TurnOPDSettings(TomlSettings):
                 eval_split=self.eval.split,
                 task_types=tuple(self.rollout.task_types),
                 max_turns=self.rollout.max_turns,
+                task_reminder=self.rollout.task_reminder,
                 depth=self.depth,
                 blend=self.blend,
             )
