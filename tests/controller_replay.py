@@ -13,12 +13,13 @@ from services.settings.algorithm import DepthSettings
 
 
 def assert_decisions_equal_replay(
-    run_dir: Path, steps: int, depth: DepthSettings, lag: int = 0
+    run_dir: Path, steps: int, depth: DepthSettings, lag: int = 0, env: str | None = None
 ) -> list[StepDecision]:
     """The run's decisions (returned), once asserted equal to the replay: H_bar, H_hat, H_eff, H_cov,
-    and under staleness (``lag`` > 0) the step each plan was made from."""
-    decisions = read_jsonl(run_dir / "controller.jsonl", StepDecision)
-    turn_stats = read_jsonl(run_dir / "turn_stats.jsonl", TurnStatsRecord)
+    and under staleness (``lag`` > 0) the step each plan was made from. ``env``: one source's of a
+    multi-environment run (its decisions, its probes, its ``depth``)."""
+    decisions = [d for d in read_jsonl(run_dir / "controller.jsonl", StepDecision) if d.env == env]
+    turn_stats = [r for r in read_jsonl(run_dir / "turn_stats.jsonl", TurnStatsRecord) if r.env == env]
     probes: dict[int, ProbeStats] = {r.step: probe_stats(r) for r in turn_stats if r.probe}
 
     def key(d: StepDecision) -> tuple[object, ...]:

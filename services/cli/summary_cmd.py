@@ -38,31 +38,48 @@ def render(summary: RunSummary, console: Console) -> None:
             pools.add_row(pool, f"{100 * share:.1f}%")
         pools.add_row("two or more at once", f"{100 * load.overlap:.1f}%")
         console.print(pools)
-    probes = set(summary.probe_steps)
     console.print("Controller, per step (P: probe at full depth):")
-    console.print(
-        "  h_roll " + " ".join(f"{h}{'P' if k + 1 in probes else ''}" for k, h in enumerate(summary.h_roll))
+    depths = (
+        [(f"{s.env}: ", s.probe_steps, s.h_roll, s.h_hat) for s in summary.sources]
+        if summary.sources
+        else [("", summary.probe_steps, summary.h_roll, summary.h_hat)]
     )
-    console.print("  H_hat  " + " ".join(str(h) for h in summary.h_hat))
+    for name, probe_steps, h_roll, h_hat in depths:
+        probes = set(probe_steps)
+        console.print(
+            f"  {name}h_roll "
+            + " ".join(f"{h}{'P' if k + 1 in probes else ''}" for k, h in enumerate(h_roll))
+        )
+        console.print(f"  {name}H_hat  " + " ".join(str(h) for h in h_hat))
     if any(lag is not None for lag in summary.weights_lag):
         lags = " ".join("-" if lag is None else str(lag) for lag in summary.weights_lag)
         console.print(f"  lag    {lags}  (weights versions behind; 0: on-policy)")
     evals = Table(title="Evaluations (Avg@n on the validation split)")
-    for col in ("after step", "episodes x n", "success", "Avg@n", "cumulative s"):
+    for col in (
+        "after step",
+        *(["env"] if summary.sources else []),
+        "episodes x n",
+        "success",
+        "Avg@n",
+        "cumulative s",
+    ):
         evals.add_column(col, justify="right")
     for e in summary.evals:
         evals.add_row(
             str(e.step),
+            *([e.env or ""] if summary.sources else []),
             f"{e.episodes} x {e.n}",
             f"{100 * e.success_rate:.1f}%",
             f"{e.avg_at_n:.3f}",
             f"{e.cumulative_s:.0f}",
         )
     console.print(evals)
-    if summary.success_change is not None:
-        console.print(
-            f"success rate change, first to last evaluation: {100 * summary.success_change:+.1f} points"
-        )
+    changes = [(f" ({s.env})", s.success_change) for s in summary.sources or []] or [
+        ("", summary.success_change)
+    ]
+    for name, change in changes:
+        if change is not None:
+            console.print(f"success rate change{name}, first to last evaluation: {100 * change:+.1f} points")
 
 
 def summary(

@@ -13,6 +13,20 @@ class PhaseTime(Contract):
     share: Probability
 
 
+class SourceSummary(Contract):
+    """One task source of a multi-environment run: its controller's depths, its evaluations."""
+
+    env: str
+    probe_steps: list[int]
+    h_roll: list[int]
+    h_hat: list[int]
+    trajectories: NonNegInt = Field(description="Trajectories it played over the run.")
+    evals: list[EvalRecord]
+    success_change: FiniteFloat | None = Field(
+        description="Its last evaluation's success rate minus its first's (None with fewer than two)."
+    )
+
+
 class RunSummary(Contract):
     steps: NonNegInt
     method: str
@@ -35,5 +49,9 @@ class RunSummary(Contract):
     )
     evals: list[EvalRecord]
     success_change: FiniteFloat | None = Field(
-        description="Last evaluation's success rate minus the first's (None with fewer than two)."
+        description="Last evaluation's success rate minus the first's (None with fewer than two; in a "
+        "multi-environment run, see each source's)."
+    )
+    sources: list[SourceSummary] | None = Field(
+        None, description="Each task source's part (a multi-environment run; None: one source)."
     )

@@ -6,7 +6,7 @@ Pure module: contracts in, contract out.
 from collections.abc import Sequence
 
 from services.contracts.orchestrator import EvalRecord, StepMetrics
-from services.contracts.run_summary import PhaseTime, RunSummary
+from services.contracts.run_summary import PhaseTime, RunSummary, SourceSummary
 from services.errors import InputError
 from services.operations.pool_load import pool_load
 
@@ -24,6 +24,7 @@ def summarize(metrics: Sequence[StepMetrics], evals: Sequence[EvalRecord]) -> Ru
     seconds = {phase: sum(getattr(m.times, f"{phase}_s") for m in metrics) for phase in PHASES}
     rollout = seconds["rollout"]
     ordered = sorted(evals, key=lambda e: e.step)
+    sources = source_summaries(metrics, ordered)
     return RunSummary(
         steps=len(metrics),
         method=metrics[-1].method,
@@ -37,5 +38,36 @@ def summarize(metrics: Sequence[StepMetrics], evals: Sequence[EvalRecord]) -> Ru
         pool_load=pool_load([m.times for m in metrics]),
         weights_lag=[m.weights_lag for m in metrics],
         evals=ordered,
-        success_change=ordered[-1].success_rate - ordered[0].success_rate if len(ordered) >= 2 else None,
+        success_change=None if sources is not None else success_change(ordered),
+        sources=sources,
     )
+
+
+def success_change(evals: Sequence[EvalRecord]) -> float | None:
+    """The last evaluation's success rate minus the first's (None with fewer than two)."""
+    return evals[-1].success_rate - evals[0].success_rate if len(evals) >= 2 else None
+
+
+def source_summaries(
+    metrics: Sequence[StepMetrics], evals: Sequence[EvalRecord]
+) -> list[SourceSummary] | None:
+    """Each source's depths and evaluations (None: a single-source run)."""
+    parts = [m.sources for m in metrics]
+    if not parts[0]:
+        return None
+    out = []
+    for i, first in enumerate(parts[0]):
+        own = [p[i] for p in parts if p is not None]
+        mine = [e for e in evals if e.env == first.env]
+        out.append(
+            SourceSummary(
+                env=first.env,
+                probe_steps=[m.step for m, s in zip(metrics, own, strict=True) if s.probe],
+                h_roll=[s.h_roll for s in own],
+                h_hat=[s.h_hat for s in own],
+                trajectories=sum(s.trajectories for s in own),
+                evals=mine,
+                success_change=success_change(mine),
+            )
+        )
+    return out

@@ -142,9 +142,7 @@ def test_a_multi_environment_run_replays_one_sources_controller(cli, tmp_path):
                 turn_tokens=[2] * turns, turn_kl_sum=[0.5] * turns, success=True, truncated=False
             )
         ] * 2
-        return TurnStatsRecord(
-            step=step, probe=True, alpha=0.0, h_roll=5, trajectories=stats, env=env
-        )
+        return TurnStatsRecord(step=step, probe=True, alpha=0.0, h_roll=5, trajectories=stats, env=env)
 
     records = [
         record(k, env, 4 if env == "alfworld" else 2) for k in range(1, 7) for env in ("alfworld", "search")

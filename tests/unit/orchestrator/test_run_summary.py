@@ -130,3 +130,40 @@ def test_cli_shows_the_result_against_a_shipped_teacher_measured_on_the_same_gam
     assert "50%" in next(line for line in lines if "student / teacher" in line)  # 0.3 / 0.6
     assert "H_hat after each of the 4 steps: 40 12 12 9" in shown.output
     assert "turnopd eval --model tutor" in shown.output
+
+
+def test_a_multi_environment_run_is_summarised_per_source(tmp_path):
+    from services.contracts.orchestrator import SourceStepMetrics
+
+    def part(env, k, h_hat):
+        return SourceStepMetrics(
+            env=env, probe=k == 1, h_roll=h_hat, h_hat=h_hat, h_bar=h_hat - 0.5, h_eff=None, h_cov=1,
+            h_ctrl=None, alpha=0.0, success_rate=0.0, mean_turns=2.0, trajectories=4, failed_episodes=0,
+        )  # fmt: skip
+
+    run = [
+        m.model_copy(update={"sources": [part("alfworld", m.step, 30 - m.step), part("search", m.step, 5)]})
+        for m in RUN
+    ]
+    evals = [
+        evaluation(0, 0.1).model_copy(update={"env": "alfworld"}),
+        evaluation(0, 0.5).model_copy(update={"env": "search"}),
+        evaluation(4, 0.3).model_copy(update={"env": "alfworld"}),
+        evaluation(4, 0.4).model_copy(update={"env": "search"}),
+    ]
+    summary = summarize(run, evals)
+    assert summary.success_change is None and summary.sources is not None
+    household, search = summary.sources
+    assert (household.env, household.h_hat, household.probe_steps, household.trajectories) == (
+        "alfworld",
+        [29, 28, 27, 26],
+        [1],
+        16,
+    )
+    assert household.success_change == pytest.approx(0.2) and search.success_change == pytest.approx(-0.1)
+    (tmp_path / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in run))
+    (tmp_path / "eval.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in evals))
+    shown = CliRunner().invoke(build_app(), ["summary", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "  search: H_hat  5 5 5 5" in shown.output
+    assert "success rate change (search), first to last evaluation: -10.0 points" in shown.output

@@ -1,0 +1,91 @@
+"""A multi-environment run on the tiny zoo: one student, three task sources (household games,
+search, the shop), each with its own teacher app, controller, depth and share of the batch."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from controller_replay import assert_decisions_equal_replay
+from rollout_fixtures import smoke_config, zoo_cache_dir
+
+from services.contracts.controller import StepDecision
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.orchestrator.pipeline import train
+from services.run_dir import RunDir
+from services.settings import load_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SOURCES = """
+[[sources]]
+env = "alfworld"
+share = 0.5
+teacher = "teacher"
+
+[[sources]]
+env = "search"
+share = 0.25
+teacher = "{search_teacher}"
+max_turns = 4
+[sources.depth]
+max = 4
+
+[[sources]]
+env = "webshop"
+share = 0.25
+teacher = "{shop_teacher}"
+[sources.blend]
+min_floor = 1
+"""
+
+
+def multi_env_config(tmp_path: Path) -> Path:
+    """configs/smoke.toml with three sources; the search and shop teachers are copies of the zoo
+    teacher under their own names, so each source has its own Serve app."""
+    teachers = {}
+    for name in ("teacher-search", "teacher-shop"):
+        teachers[name] = tmp_path / name
+        shutil.copytree(zoo_cache_dir() / "models" / "teacher", teachers[name])
+    config = smoke_config(tmp_path)
+    text = config.read_text().replace("[optim]\nbatch = 4\nsteps = 3", "[optim]\nbatch = 8\nsteps = 3")
+    text += SOURCES.format(search_teacher=teachers["teacher-search"], shop_teacher=teachers["teacher-shop"])
+    config.write_text(text)
+    return config
+
+
+def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path):
+    config = multi_env_config(tmp_path)
+    settings = load_settings(config)
+    assert [t.app for t in settings.for_teachers()] == ["teacher-teacher", "teacher-search", "teacher-shop"]
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    evals: list[EvalRecord] = []
+    assert train(settings, run, config, lambda m: None, evals.append) == 3
+
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in metrics] == [1, 2, 3]
+    for m in metrics:
+        assert m.sources is not None and [s.env for s in m.sources] == ["alfworld", "search", "webshop"]
+        assert [s.trajectories + s.failed_episodes for s in m.sources] == [4, 2, 2]  # the shares of 8
+        search = m.sources[1]
+        assert search.h_roll <= 4  # its own H_max
+    decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
+    assert [(d.step, d.env) for d in decisions] == [
+        (k, e) for k in (1, 2, 3) for e in ("alfworld", "search", "webshop")
+    ]
+    records = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
+    assert {r.env for r in records} == {"alfworld", "search", "webshop"}
+    for env in ("alfworld", "search", "webshop"):  # each controller equals its own replay
+        assert_decisions_equal_replay(run.root, 3, settings.for_controller(env).depth, env=env)
+    assert [(e.step, e.env, e.episodes) for e in evals] == [
+        (3, "alfworld", 2),
+        (3, "search", 2),
+        (3, "webshop", 2),
+    ]
+    assert [e.env for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [
+        "alfworld",
+        "search",
+        "webshop",
+    ]
