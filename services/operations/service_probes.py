@@ -13,8 +13,7 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 
 from services.contracts.operations import ControllerHealth, RunStatus, ServiceStatus, WorkerHealth
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
-from services.ray_names import NAMESPACE
-from services.ray_names import TEACHER_APP as APP_NAME
+from services.ray_names import NAMESPACE, TEACHER_APP
 
 
 def _actor_call(name: str, method: str, timeout_s: float) -> tuple[object | None, str]:
@@ -64,9 +63,10 @@ def probe_worker(service: ServiceStatus, timeout_s: float) -> ServiceStatus:
 
 
 def probe_teacher(service: ServiceStatus) -> ServiceStatus:
-    app = serve.status().applications.get(APP_NAME)
+    """A teacher app's health: the Serve app named as the service (`teacher`, `teacher-<name>`)."""
+    app = serve.status().applications.get(service.name)
     if app is None:
-        return service.model_copy(update={"health": "down", "detail": "no Serve app 'teacher'"})
+        return service.model_copy(update={"health": "down", "detail": f"no Serve app {service.name!r}"})
     replicas = {state: n for d in app.deployments.values() for state, n in d.replica_states.items() if n}
     state = str(getattr(app.status, "value", app.status))  # an enum member in recent Ray
     health = {"RUNNING": "ok", "DEPLOYING": "restarting"}.get(state, "down")
@@ -95,7 +95,7 @@ def probe_services(status: RunStatus, timeout_s: float = 5.0) -> RunStatus:
         match service.name:
             case "controller":
                 service, controller = probe_controller(service, timeout_s)
-            case "teacher":
+            case name if name == TEACHER_APP or name.startswith(f"{TEACHER_APP}-"):
                 service = probe_teacher(service)
             case "env-gateway":
                 service = probe_gateway(service, timeout_s)
