@@ -50,6 +50,10 @@ class RunScore(Contract):
     same_step: WindowScore
     least_time: WindowScore
     per_task_type: dict[str, TaskTypeScore]
+    per_env: dict[str, TaskTypeScore] = Field(
+        default_factory=dict,
+        description="Each task source's Avg@n (a multi-environment run: the overall score is their mean).",
+    )
 
 
 class TaskTypeSummary(Contract):
@@ -81,6 +85,9 @@ class MethodSummary(Contract):
     wall_time_seed_std: FiniteFloat | None
     speedup_vs_vanilla: FiniteFloat | None
     per_task_type: dict[str, TaskTypeSummary]
+    per_env: dict[str, TaskTypeSummary] = Field(
+        default_factory=dict, description="Each task source's Avg@n over the seeds (multi-environment runs)."
+    )
     runs: list[RunScore]
 
 

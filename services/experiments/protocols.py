@@ -101,13 +101,24 @@ def _task_value(task_type: str) -> Callable[[EvalRecord], float | None]:
 def score_run(
     logs: RunLogs, steps: int, cutoff_s: float, vanilla_wall_s: float | None, size: int = WINDOW
 ) -> RunScore:
-    """A run's scores under both protocols, its wall time and its speedup."""
+    """A run's scores under both protocols, its wall time and its speedup. A multi-environment run
+    is scored per source (its own evaluation points); its overall score is the sources' mean."""
     check_steps(logs, steps)
-    same = window_points(logs.evals, steps, None, size)
-    least = window_points(logs.evals, steps, cutoff_s, size)
     wall = wall_time_at(logs.metrics, steps)
     upto = [m for m in logs.metrics if m.step <= steps]
-    task_types = sorted({t for e in logs.evals if e.step <= steps for t in e.per_task_type})
+    envs = sorted({e.env for e in logs.evals if e.env is not None})
+    groups = [[e for e in logs.evals if e.env == env] for env in envs] if envs else [list(logs.evals)]
+    windows = [(window_points(g, steps, None, size), window_points(g, steps, cutoff_s, size)) for g in groups]
+    scores = [
+        TaskTypeScore(same_step=window_score(same, _avg), least_time=window_score(least, _avg))
+        for same, least in windows
+    ]
+    per_task_type = {}
+    for group, (same, least) in zip(groups, windows, strict=True):
+        for t in sorted({t for e in group if e.step <= steps for t in e.per_task_type}):
+            per_task_type[t] = TaskTypeScore(
+                same_step=window_score(same, _task_value(t)), least_time=window_score(least, _task_value(t))
+            )
     return RunScore(
         seed=logs.seed,
         run_dir=logs.run_dir,
@@ -121,14 +132,27 @@ def score_run(
         mean_h_roll=statistics.fmean(m.h_roll for m in upto),
         least_time_cutoff_s=cutoff_s,
         speedup_vs_vanilla=None if vanilla_wall_s is None or wall == 0.0 else vanilla_wall_s / wall,
-        same_step=window_score(same, lambda e: e.avg_at_n),
-        least_time=window_score(least, lambda e: e.avg_at_n),
-        per_task_type={
-            t: TaskTypeScore(
-                same_step=window_score(same, _task_value(t)), least_time=window_score(least, _task_value(t))
-            )
-            for t in task_types
-        },
+        same_step=mean_of([s.same_step for s in scores]),
+        least_time=mean_of([s.least_time for s in scores]),
+        per_task_type=dict(sorted(per_task_type.items())),
+        per_env=dict(zip(envs, scores, strict=True)) if envs else {},
+    )
+
+
+def _avg(e: EvalRecord) -> float | None:
+    return e.avg_at_n
+
+
+def mean_of(scores: Sequence[WindowScore]) -> WindowScore:
+    """The sources' mean score (one source: its own); None if a source has none."""
+    if len(scores) == 1:
+        return scores[0]
+    if any(s.mean is None or s.std is None for s in scores):
+        return WindowScore(mean=None, std=None, steps=[])
+    return WindowScore(
+        mean=statistics.fmean(s.mean for s in scores if s.mean is not None),
+        std=statistics.fmean(s.std for s in scores if s.std is not None),
+        steps=sorted({k for s in scores for k in s.steps}),
     )
 
 
@@ -148,13 +172,18 @@ def summarise_method(method: str, runs: Sequence[RunScore], vanilla_wall_s: floa
     walls = [r.wall_time_s for r in runs]
     wall = statistics.fmean(walls)
     task_types = sorted({t for r in runs for t in r.per_task_type})
+    envs = sorted({env for r in runs for env in r.per_env})
 
-    def task(t: str, protocol: str, field: str) -> float | None:
-        return _seed_mean(
-            [
-                getattr(getattr(r.per_task_type[t], protocol), field) if t in r.per_task_type else None
-                for r in runs
-            ]
+    def seed_mean(by: str, key: str, protocol: str, field: str) -> float | None:
+        scores = [getattr(r, by).get(key) for r in runs]
+        return _seed_mean([None if s is None else getattr(getattr(s, protocol), field) for s in scores])
+
+    def summary(by: str, key: str) -> TaskTypeSummary:
+        return TaskTypeSummary(
+            same_step_acc=seed_mean(by, key, "same_step", "mean"),
+            same_step_std=seed_mean(by, key, "same_step", "std"),
+            least_time_acc=seed_mean(by, key, "least_time", "mean"),
+            least_time_std=seed_mean(by, key, "least_time", "std"),
         )
 
     return MethodSummary(
@@ -169,15 +198,8 @@ def summarise_method(method: str, runs: Sequence[RunScore], vanilla_wall_s: floa
         wall_time_s=wall,
         wall_time_seed_std=_seed_std(walls),
         speedup_vs_vanilla=None if vanilla_wall_s is None or wall == 0.0 else vanilla_wall_s / wall,
-        per_task_type={
-            t: TaskTypeSummary(
-                same_step_acc=task(t, "same_step", "mean"),
-                same_step_std=task(t, "same_step", "std"),
-                least_time_acc=task(t, "least_time", "mean"),
-                least_time_std=task(t, "least_time", "std"),
-            )
-            for t in task_types
-        },
+        per_task_type={t: summary("per_task_type", t) for t in task_types},
+        per_env={env: summary("per_env", env) for env in envs},
         runs=list(runs),
     )
 

@@ -96,25 +96,33 @@ def comparison_table(summary: ComparisonSummary) -> Table:
     )
 
 
-def task_type_table(summary: ComparisonSummary, protocol: str) -> Table:
-    """Per-task-type Avg@n under ``protocol`` ('least_time' or 'same_step'), one row per method."""
-    types = sorted({t for m in summary.methods.values() for t in m.per_task_type})
+def task_type_table(summary: ComparisonSummary, protocol: str, by: str = "per_task_type") -> Table:
+    """Per-task-type (``by``: or per-environment) Avg@n under ``protocol`` ('least_time' or
+    'same_step'), one row per method."""
+    types = sorted({t for m in summary.methods.values() for t in getattr(m, by)})
     rows = []
     for m in summary.methods.values():
         cells = []
         for t in types:
-            s = m.per_task_type.get(t)
+            s = getattr(m, by).get(t)
             cells.append(
                 "-" if s is None else pct_pm(getattr(s, f"{protocol}_acc"), getattr(s, f"{protocol}_std"))
             )
         overall = pct_pm(getattr(m, f"{protocol}_acc"), getattr(m, f"{protocol}_std"))
         rows.append([m.method, *cells, overall])
     name = "Least-Time" if protocol == "least_time" else "Same-Step"
+    if by == "per_env":
+        return Table(
+            title=f"Per environment, {name}",
+            header=["Method", *types, f"Mean {name}"],
+            rows=rows,
+            note="Each environment is scored on its own evaluation points; the mean weighs them equally.",
+        )
     return Table(
         title=f"Per task type, {name}",
         header=["Method", *types, f"Overall {name}"],
         rows=rows,
-        note="Task-type scores use the same evaluation points as the overall score.",
+        note="Task-type scores use the same evaluation points as their environment's score.",
     )
 
 
@@ -168,6 +176,11 @@ def allocation_table(reports: Sequence[tuple[str, DiagnosisReport]]) -> Table:
 def comparison_markdown(summary: ComparisonSummary) -> str:
     """``summary.md``: the main table and the per-task-type tables."""
     parts = [comparison_table(summary)]
+    if any(m.per_env for m in summary.methods.values()):
+        parts += [
+            task_type_table(summary, "least_time", "per_env"),
+            task_type_table(summary, "same_step", "per_env"),
+        ]
     if any(m.per_task_type for m in summary.methods.values()):
         parts += [task_type_table(summary, "least_time"), task_type_table(summary, "same_step")]
     return "\n".join(t.markdown() for t in parts)

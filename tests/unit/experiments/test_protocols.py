@@ -1,5 +1,6 @@
 """Same-Step and Least-Time on hand-made evaluation series (values chosen so the math is exact)."""
 
+import dataclasses
 import statistics
 
 import pytest
@@ -122,3 +123,39 @@ def test_incomplete_grids_and_runs_are_errors():
         summarise([no_final], 6)
     with pytest.raises(InputError, match="no runs"):
         summarise([], 6)
+
+
+def test_a_multi_environment_run_is_scored_per_source_and_by_their_mean():
+    from services.experiments.tables import comparison_markdown
+
+    def mixed(method, step_s, household, search):
+        logs = run_logs(method, 0, step_s, household)
+        shop = run_logs(method, 0, step_s, search)
+        evals = [e.model_copy(update={"env": "alfworld"}) for e in logs.evals]
+        evals += [
+            e.model_copy(update={"env": "search", "per_task_type": {"hop": e.avg_at_n}}) for e in shop.evals
+        ]
+        return dataclasses.replace(logs, evals=evals)
+
+    summary = summarise(
+        [mixed("turnopd", 5.0, TURNOPD_0, VANILLA_0), mixed("vanilla", 10.0, VANILLA_0, VANILLA_0)], 6
+    )
+    turnopd = summary.methods["turnopd"]
+    assert (
+        turnopd.per_env["alfworld"].same_step_acc == 0.875
+        and turnopd.per_env["search"].same_step_acc == 0.625
+    )
+    assert turnopd.same_step_acc == pytest.approx((0.875 + 0.625) / 2)  # the sources' mean
+    assert turnopd.runs[0].per_env["search"].same_step.steps == [3, 4, 5, 6]  # its own four points
+    assert (
+        turnopd.per_task_type["hop"].same_step_acc == 0.625
+        and turnopd.per_task_type["a"].same_step_acc == 0.875
+    )
+    page = comparison_markdown(summary)
+    assert (
+        "### Per environment, Least-Time" in page
+        and "| Method | alfworld | search | Mean Least-Time |" in page
+    )
+    assert "Per environment" not in comparison_markdown(
+        summarise([run_logs("vanilla", 0, 10.0, VANILLA_0)], 6)
+    )
