@@ -111,6 +111,9 @@ def diagnose(
     config: Annotated[
         Path | None, typer.Option(help="TOML config giving the blend and diagnostics sections.")
     ] = None,
+    env: Annotated[
+        str | None, typer.Option(help="A multi-environment run's source: diagnose its part of every step.")
+    ] = None,
 ) -> None:
     """Per-turn KL, survivors, success/failure gap, loss share and deep-budget statistics of a run."""
     run_config = run_dir / "config.json"
@@ -118,7 +121,8 @@ def diagnose(
         # A `turnopd train` run: its own [blend] floor gives the actual weights' reliability rule.
 
         saved = saved_settings(run_config.read_text())
-        blend_from_run = {"blend": saved.blend.model_dump()}
+        blend = saved.blend if env is None or not saved.sources else saved.task_source(env).blend
+        blend_from_run = {"blend": blend.model_dump()}
     else:
         blend_from_run = {}
     settings = settings_with(
@@ -133,6 +137,13 @@ def diagnose(
     if not run_dir.is_dir():
         raise InputError(f"run directory not found: {run_dir}")
     records = read_jsonl(run_dir / TURN_STATS_FILE, TurnStatsRecord)
+    envs = sorted({r.env for r in records if r.env is not None})
+    if envs and env is None:
+        raise InputError(f"the run has several task sources ({', '.join(envs)}): name one with --env")
+    if env is not None:
+        records = [r for r in records if r.env == env]
+        if not records:
+            raise InputError(f"no turn statistics of env {env!r} in {run_dir / TURN_STATS_FILE}")
     report = diagnose_records(records, settings.blend, settings.diagnostics)
     if as_json:
         print(report.model_dump_json())

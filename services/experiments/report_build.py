@@ -7,7 +7,7 @@ the loss-allocation table.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -43,12 +43,17 @@ REPORT_MARKDOWN = "report.md"
 
 @dataclass(frozen=True)
 class ReportRun:
+    """One run as the report shows it; a multi-environment run is one view per source (its
+    evaluations, turn statistics, decisions and blend), ``whole`` its logs for the comparison."""
+
     label: str
     slug: str
     settings: TurnOPDSettings
     logs: RunLogs
     records: list[TurnStatsRecord]
     decisions: list[StepDecision]
+    whole: RunLogs
+    env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,17 +78,36 @@ def load_report_runs(paths: Sequence[Path]) -> list[ReportRun]:
         while slug in slugs:
             slug += "_"
         slugs.add(slug)
-        runs.append(
-            ReportRun(
-                label=f"{logs.method} seed {logs.seed}",
-                slug=slug,
-                settings=settings,
-                logs=logs,
-                records=sorted(read_jsonl(path / TURN_STATS_FILE, TurnStatsRecord), key=lambda r: r.step),
-                decisions=read_jsonl(path / DECISIONS_FILE, StepDecision),
-            )
+        whole = ReportRun(
+            label=f"{logs.method} seed {logs.seed}",
+            slug=slug,
+            settings=settings,
+            logs=logs,
+            records=sorted(read_jsonl(path / TURN_STATS_FILE, TurnStatsRecord), key=lambda r: r.step),
+            decisions=read_jsonl(path / DECISIONS_FILE, StepDecision),
+            whole=logs,
         )
+        runs += source_views(whole)
     return runs
+
+
+def source_views(run: ReportRun) -> list[ReportRun]:
+    """The run itself, or one view per task source of a multi-environment run."""
+    if not run.settings.sources:
+        return [run]
+    return [
+        replace(
+            run,
+            label=f"{run.label}, {source.env}",
+            slug=f"{run.slug}_{source.env}",
+            settings=run.settings.model_copy(update={"blend": source.blend}),
+            logs=replace(run.logs, evals=[e for e in run.logs.evals if e.env == source.env]),
+            records=[r for r in run.records if r.env == source.env],
+            decisions=[d for d in run.decisions if d.env == source.env],
+            env=source.env,
+        )
+        for source in run.settings.task_sources()
+    ]
 
 
 def comparison_summaries(
@@ -93,9 +117,10 @@ def comparison_summaries(
     found = [read_summary(p) for p in paths]
     if found and all(s is not None for s in found):
         return [s for s in found if s is not None], ""
-    steps = min(max(m.step for m in r.logs.metrics) for r in runs)
+    wholes = list({r.whole.run_dir: r.whole for r in runs}.values())
+    steps = min(max(m.step for m in w.metrics) for w in wholes)
     order = {method: i for i, method in enumerate(get_args(Method))}  # the paper's table order
-    logs = sorted((r.logs for r in runs), key=lambda g: (order.get(g.method, len(order)), g.seed))
+    logs = sorted(wholes, key=lambda g: (order.get(g.method, len(order)), g.seed))
     try:
         return [summarise(logs, steps)], f"Comparison computed by the report at K = {steps}."
     except InputError as exc:
@@ -149,6 +174,8 @@ def build_report(
     tables: list[Table] = []
     for summary in summaries:
         tables.append(comparison_table(summary))
+        if any(m.per_env for m in summary.methods.values()):
+            tables += [task_type_table(summary, p, "per_env") for p in ("least_time", "same_step")]
         if any(m.per_task_type for m in summary.methods.values()):
             tables += [task_type_table(summary, "least_time"), task_type_table(summary, "same_step")]
     per_run_thresholds = {
@@ -160,7 +187,12 @@ def build_report(
     allocation = allocation_table([(r.label, _diagnosis(r, per_run_thresholds[r.slug])) for r in runs])
     cutoffs = [c for s in summaries for c in s.least_time_cutoff_s.values()]
     frontier = figures.frontier_figure(
-        [accuracy_curve(r.logs.method, r.logs.seed, r.logs.evals) for r in runs],
+        [
+            accuracy_curve(
+                r.logs.method if r.env is None else f"{r.logs.method} {r.env}", r.logs.seed, r.logs.evals
+            )
+            for r in runs
+        ],
         cutoffs,
         out / "frontier.png",
     )
