@@ -10,8 +10,10 @@ from rollout_fixtures import smoke_config, zoo_cache_dir
 
 from services.contracts.controller import StepDecision
 from services.contracts.jsonl import read_jsonl
+from services.contracts.operations import RestartResult
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
+from services.operations.run_client import submit_restart
 from services.orchestrator.pipeline import train
 from services.run_dir import RunDir
 from services.settings import load_settings
@@ -62,7 +64,14 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     evals: list[EvalRecord] = []
-    assert train(settings, run, config, lambda m: None, evals.append) == 3
+
+    def on_step(m: StepMetrics) -> None:
+        if m.step == 1:  # one teacher replaced mid-run while the others serve
+            submit_restart("teacher-search")
+        if m.step == 2:
+            submit_restart("controller")  # every source's controller resumes from its own keys
+
+    assert train(settings, run, config, on_step, evals.append) == 3
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3]
@@ -89,3 +98,7 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
         "search",
         "webshop",
     ]
+
+    restarts = read_jsonl(run.path("restarts.jsonl"), RestartResult)
+    assert [(r.service, r.ok) for r in restarts] == [("teacher-search", True), ("controller", True)]
+    assert "teacher-search redeployed" in restarts[0].message
