@@ -44,9 +44,12 @@ class Stack:
 def logical_cpus_needed(settings: TurnOPDSettings) -> float:
     """Logical CPUs the actors reserve; a local Ray is given at least this many (oversubscribing cores)."""
     c = settings.cluster
+    teacher_apps = len(settings.for_teachers())  # one per teacher of a multi-environment run
     return (
         c.rollout_workers * settings.rollout_worker.num_cpus
-        + settings.teacher.num_cpus * max(settings.teacher.replicas, settings.teacher.min_replicas)
+        + teacher_apps
+        * settings.teacher.num_cpus
+        * max(settings.teacher.replicas, settings.teacher.min_replicas)
         + c.learner_workers * settings.learner.num_cpus_per_worker
     )
 

@@ -52,6 +52,8 @@ def multi_env_config(tmp_path: Path) -> Path:
         shutil.copytree(zoo_cache_dir() / "models" / "teacher", teachers[name])
     config = smoke_config(tmp_path)
     text = config.read_text().replace("[optim]\nbatch = 4\nsteps = 3", "[optim]\nbatch = 8\nsteps = 3")
+    # three teacher apps on the test cluster's 2 CPUs
+    text = text.replace("[teacher]\nnum_cpus = 0.5", "[teacher]\nnum_cpus = 0.25")
     text += SOURCES.format(search_teacher=teachers["teacher-search"], shop_teacher=teachers["teacher-shop"])
     config.write_text(text)
     return config
