@@ -9,7 +9,10 @@ from services.errors import InputError, TurnOPDError
 
 
 def scale(
-    pool: Annotated[str, typer.Argument(help=f"One of: {', '.join(SCALABLE)}.")],
+    pool: Annotated[
+        str,
+        typer.Argument(help=f"One of: {', '.join(SCALABLE)}, or teacher-<name> (a multi-teacher run's app)."),
+    ],
     replicas: Annotated[int, typer.Argument(help="How many workers (rollout) or replicas (teacher).")],
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the change to finish.")] = 900.0,
 ) -> None:

@@ -28,6 +28,12 @@ _SERVICE_NAME = re.compile(
 )
 
 SCALABLE = {"rollout": "rollout-pool", "teacher": "teacher"}  # `turnopd scale POOL N` -> the service
+_TEACHER_APP = re.compile(r"^teacher-[A-Za-z0-9][A-Za-z0-9._-]*$")  # a multi-teacher run's apps scale by name
+
+
+def is_scalable(service: str) -> bool:
+    return service in SCALABLE.values() or bool(_TEACHER_APP.match(service))
+
 
 Health = Literal["ok", "busy", "restarting", "down", "unknown"]
 RunPhase = Literal["starting", "training", "evaluating", "finished", "failed"]
@@ -35,11 +41,11 @@ RunPhase = Literal["starting", "training", "evaluating", "finished", "failed"]
 
 def scale_service(pool: str, replicas: int) -> str:
     """The service `turnopd scale POOL N` resizes, else ValueError saying what is wrong."""
-    if pool not in SCALABLE:
-        raise ValueError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}")
+    if pool not in SCALABLE and not _TEACHER_APP.match(pool):
+        raise ValueError(f"unknown pool {pool!r}; one of: {', '.join(SCALABLE)}, teacher-<name>")
     if replicas < 1:
         raise ValueError(f"a pool needs at least 1 replica, not {replicas}")
-    return SCALABLE[pool]
+    return SCALABLE.get(pool, pool)
 
 
 def check_service_name(name: str) -> str:
@@ -60,7 +66,7 @@ class RestartRequest(Contract):
     replicas: int | None = Field(
         None,
         ge=1,
-        description="`turnopd scale`: resize the pool (service rollout-pool or teacher) to this many; "
+        description="`turnopd scale`: resize the pool (service rollout-pool, teacher or teacher-<name>) to this many; "
         "nothing is restarted.",
     )
 
@@ -72,8 +78,11 @@ class RestartRequest(Contract):
     @model_validator(mode="after")
     def _scales_a_pool(self) -> "RestartRequest":
         if self.replicas is not None:
-            if self.service not in SCALABLE.values():
-                raise ValueError(f"only the pools {', '.join(SCALABLE)} can be scaled, not {self.service!r}")
+            if not is_scalable(self.service):
+                raise ValueError(
+                    f"only the pools {', '.join(SCALABLE)} (teacher-<name> in a multi-teacher run) can be "
+                    f"scaled, not {self.service!r}"
+                )
             if self.config_path is not None:
                 raise ValueError("a scale request takes no config")
         return self

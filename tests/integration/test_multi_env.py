@@ -51,7 +51,8 @@ def multi_env_config(tmp_path: Path) -> Path:
         teachers[name] = tmp_path / name
         shutil.copytree(zoo_cache_dir() / "models" / "teacher", teachers[name])
     config = smoke_config(tmp_path)
-    text = config.read_text().replace("[optim]\nbatch = 4\nsteps = 3", "[optim]\nbatch = 8\nsteps = 3")
+    text = config.read_text().replace("[optim]\nbatch = 4\nsteps = 3", "[optim]\nbatch = 8\nsteps = 4")
+    text = text.replace("[eval]\ninterval = 3", "[eval]\ninterval = 4")
     # three teacher apps on the test cluster's 2 CPUs
     text = text.replace("[teacher]\nnum_cpus = 0.5", "[teacher]\nnum_cpus = 0.25")
     text += SOURCES.format(search_teacher=teachers["teacher-search"], shop_teacher=teachers["teacher-shop"])
@@ -68,15 +69,14 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
     evals: list[EvalRecord] = []
 
     def on_step(m: StepMetrics) -> None:
-        if m.step == 1:  # one teacher replaced mid-run while the others serve
-            submit_restart("teacher-search")
-        if m.step == 2:
+        if m.step == 1:
             submit_restart("controller")  # every source's controller resumes from its own keys
+            submit_restart("teacher-search")  # one teacher replaced mid-run while the others serve
 
-    assert train(settings, run, config, on_step, evals.append) == 3
+    assert train(settings, run, config, on_step, evals.append) == 4
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
-    assert [m.step for m in metrics] == [1, 2, 3]
+    assert [m.step for m in metrics] == [1, 2, 3, 4]
     for m in metrics:
         assert m.sources is not None and [s.env for s in m.sources] == ["alfworld", "search", "webshop"]
         assert [s.trajectories + s.failed_episodes for s in m.sources] == [4, 2, 2]  # the shares of 8
@@ -84,16 +84,16 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
         assert search.h_roll <= 4  # its own H_max
     decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
     assert [(d.step, d.env) for d in decisions] == [
-        (k, e) for k in (1, 2, 3) for e in ("alfworld", "search", "webshop")
+        (k, e) for k in (1, 2, 3, 4) for e in ("alfworld", "search", "webshop")
     ]
     records = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
     assert {r.env for r in records} == {"alfworld", "search", "webshop"}
     for env in ("alfworld", "search", "webshop"):  # each controller equals its own replay
-        assert_decisions_equal_replay(run.root, 3, settings.for_controller(env).depth, env=env)
+        assert_decisions_equal_replay(run.root, 4, settings.for_controller(env).depth, env=env)
     assert [(e.step, e.env, e.episodes) for e in evals] == [
-        (3, "alfworld", 2),
-        (3, "search", 2),
-        (3, "webshop", 2),
+        (4, "alfworld", 2),
+        (4, "search", 2),
+        (4, "webshop", 2),
     ]
     assert [e.env for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [
         "alfworld",
@@ -102,5 +102,5 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
     ]
 
     restarts = read_jsonl(run.path("restarts.jsonl"), RestartResult)
-    assert [(r.service, r.ok) for r in restarts] == [("teacher-search", True), ("controller", True)]
-    assert "teacher-search redeployed" in restarts[0].message
+    assert [(r.service, r.ok) for r in restarts] == [("controller", True), ("teacher-search", True)]
+    assert "teacher-search redeployed" in restarts[1].message

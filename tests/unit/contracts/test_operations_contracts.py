@@ -88,9 +88,21 @@ def test_status_rejects_unknown_health_and_fields():
 
 def test_a_scale_request_names_a_pool_and_takes_no_config():
     assert RestartRequest(request_id="a", service="teacher", replicas=2).replicas == 2
-    with pytest.raises(ValidationError, match="only the pools rollout, teacher can be scaled, not 'learner'"):
+    with pytest.raises(
+        ValidationError,
+        match="only the pools rollout, teacher \\(teacher-<name> in a multi-teacher run\\) can be scaled, not 'learner'",
+    ):
         RestartRequest(request_id="a", service="learner", replicas=2)
     with pytest.raises(ValidationError, match="a scale request takes no config"):
         RestartRequest(request_id="a", service="rollout-pool", replicas=2, config_path="x.toml")
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         RestartRequest(request_id="a", service="rollout-pool", replicas=0)
+
+
+def test_a_multi_teacher_runs_teacher_apps_scale_by_name():
+    from services.contracts.operations import scale_service
+
+    assert scale_service("teacher-search", 2) == "teacher-search"
+    assert RestartRequest(request_id="s", service="teacher-search", replicas=2).replicas == 2
+    with pytest.raises(ValueError, match="unknown pool 'search'"):
+        scale_service("search", 2)
