@@ -1,8 +1,16 @@
 """The base class of every message that crosses a process boundary, and shared field types."""
 
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    Strict,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 # Finite floats only: NaN or inf in a statistic is a bug upstream, never a value to carry along.
@@ -32,3 +40,19 @@ class Contract(BaseModel):
     """Frozen, strict-shaped pydantic model: unknown fields are rejected, instances are immutable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class Record(Contract):
+    """A line of a run's JSONL files whose ``LEFT_OUT_WHEN_NONE`` fields, added later, are left out
+    of its JSON while None: a line written before they existed and one written since without them
+    read and write the same."""
+
+    LEFT_OUT_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _left_out_when_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.LEFT_OUT_WHEN_NONE:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data

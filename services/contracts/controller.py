@@ -1,10 +1,8 @@
 """Depth/blend controller messages and state.  # orchestrator <-> controller (and probe JSONL files)"""
 
-from typing import Any
+from pydantic import Field, model_validator
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
-
-from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
+from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability, Record
 
 
 class ProbeStats(Contract):
@@ -41,8 +39,10 @@ class DepthState(Contract):
     h_ctrl: NonNegInt | None = Field(None, description="Last H_ctrl = max(H_eff, H_cov).")
 
 
-class StepDecision(Contract):
+class StepDecision(Record):
     """The depth controller's decision and state after step k (one line of `controller replay`)."""
+
+    LEFT_OUT_WHEN_NONE = ("planned_from", "env")
 
     step: int = Field(ge=1)
     probe: bool
@@ -69,14 +69,6 @@ class StepDecision(Contract):
         if self.planned_from is not None and self.planned_from >= self.step:
             raise ValueError(f"step {self.step} cannot be planned from step {self.planned_from}")
         return self
-
-    @model_serializer(mode="wrap")
-    def _synchronous_rule_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for key in ("planned_from", "env"):
-            if data.get(key) is None:
-                data.pop(key, None)
-        return data
 
 
 class StepPlan(Contract):

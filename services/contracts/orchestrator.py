@@ -1,10 +1,8 @@
 """What `turnopd train` records per step and per evaluation.  # orchestrator -> run directory, dashboards"""
 
-from typing import Any
+from pydantic import Field
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
-
-from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
+from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability, Record
 
 
 class StepTimes(Contract):
@@ -66,9 +64,11 @@ class SourceStepMetrics(Contract):
     failed_episodes: NonNegInt
 
 
-class StepMetrics(Contract):
+class StepMetrics(Record):
     """One line of ``RUN_DIR/metrics.jsonl``. In a multi-environment run the controller's fields
     (probe, h_*, alpha) are the first source's, and ``sources`` holds every source's."""
+
+    LEFT_OUT_WHEN_NONE = ("sources",)
 
     step: int = Field(ge=1)
     method: str
@@ -107,16 +107,11 @@ class StepMetrics(Contract):
         None, description="Each task source's part (a multi-environment run); None, and left out: one source."
     )
 
-    @model_serializer(mode="wrap")
-    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.sources is None:
-            data.pop("sources", None)
-        return data
 
-
-class EvalRecord(Contract):
+class EvalRecord(Record):
     """One line of ``RUN_DIR/eval.jsonl``: Avg@n on the validation split after a step."""
+
+    LEFT_OUT_WHEN_NONE = ("env",)
 
     step: NonNegInt
     cumulative_s: FiniteFloat = Field(ge=0.0)
@@ -130,10 +125,3 @@ class EvalRecord(Contract):
         None,
         description="The task source evaluated (a multi-environment run); None, and left out: one source.",
     )
-
-    @model_serializer(mode="wrap")
-    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.env is None:
-            data.pop("env", None)
-        return data

@@ -4,11 +4,9 @@ One line of ``RUN_DIR/turn_stats.jsonl`` per optimizer step (per step and source
 multi-environment run).  # learner -> run directory -> diagnose
 """
 
-from typing import Any
+from pydantic import Field, model_validator
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
-
-from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
+from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability, Record
 
 
 class TrajectoryTurnStats(Contract):
@@ -36,8 +34,10 @@ class TrajectoryTurnStats(Contract):
         return self
 
 
-class TurnStatsRecord(Contract):
+class TurnStatsRecord(Record):
     """One optimizer step's batch, turn by turn."""
+
+    LEFT_OUT_WHEN_NONE = ("env",)
 
     step: int = Field(ge=1)
     probe: bool
@@ -49,10 +49,3 @@ class TurnStatsRecord(Contract):
         description="The task source of these trajectories in a multi-environment run (one record per "
         "source and step); None, and left out of the JSON: a single-source run.",
     )
-
-    @model_serializer(mode="wrap")
-    def _single_source_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.env is None:
-            data.pop("env", None)
-        return data
