@@ -35,8 +35,9 @@ class Stack:
     run_id: str
     controller: ControllerClient  # follows a controller replacement
     pool: RolloutPool  # follows worker replacements and a gateway switch
-    teacher: TeacherHandleClient  # the (first) teacher app; Serve's handle follows a redeploy
-    teachers: dict[str | None, TeacherHandleClient]  # by source env (None: a single-teacher run)
+    # the run's teacher app, or each source's by env (a multi-environment run); Serve's handles
+    # follow a redeploy
+    teacher: TeacherHandleClient | dict[str, TeacherHandleClient]
     learner: LearnerHandle  # follows a learner replacement
     services: Services
 
@@ -75,17 +76,17 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None
         run_id=run_id,
         controller=started(services.controller.client, "controller"),
         pool=started(services.pool.pool, "rollout pool"),
-        teacher=services.teachers[0].handle,
-        teachers=teacher_clients(services),
+        teacher=teacher_clients(services, settings),
         learner=started(services.learner.handle, "learner"),
         services=services,
     )
 
 
-def teacher_clients(services: Services) -> dict[str | None, TeacherHandleClient]:
-    """The teacher client of each source's env (None: the run's one teacher)."""
-    by_app = {t.settings.app: t.handle for t in services.teachers}
-    settings = services.redis.ctx.settings
+def teacher_clients(
+    services: Services, settings: TurnOPDSettings
+) -> TeacherHandleClient | dict[str, TeacherHandleClient]:
+    """The run's teacher client, or each source's by env (a multi-environment run)."""
     if not settings.sources:
-        return {None: services.teachers[0].handle}
+        return services.teachers[0].handle
+    by_app = {t.settings.app: t.handle for t in services.teachers}
     return {s.env: by_app[teacher_app(s.teacher)] for s in settings.task_sources()}

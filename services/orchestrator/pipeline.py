@@ -370,10 +370,6 @@ def train(
             phase("training", "training")
 
         sources = settings.task_sources()
-        # the run's teacher, or each source's by env
-        teacher: Teachers = stack.teacher
-        if settings.sources:
-            teacher = {env: client for env, client in stack.teachers.items() if env is not None}
 
         def tasks_of(k: int) -> list[EpisodeTask]:
             return mixed_step_tasks(sources, settings.optim.batch, settings.rollout.n, k, settings.run.seed)
@@ -386,7 +382,7 @@ def train(
                     settings,
                     stack.controller,
                     stack.pool,
-                    teacher,
+                    stack.teacher,
                     stack.learner,
                     cumulative,
                 )
@@ -413,7 +409,7 @@ def train(
                 start,
                 stack.controller,
                 stack.pool,
-                teacher,
+                stack.teacher,
                 tasks_of,
                 lambda step, cumulative_s: evals.put(evaluated(step, cumulative_s)),
                 lambda ref: ray.put(ray.get(ref)),
