@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from services.contracts.controller import StepDecision
-from services.contracts.orchestrator import EvalRecord, StepMetrics, StepTimes
+from services.contracts.orchestrator import EvalRecord, SourceStepMetrics, StepMetrics, StepTimes
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.experiments.protocols import RunLogs
 from services.settings import TurnOPDSettings
@@ -24,6 +24,14 @@ def step_metrics(step: int, step_s: float, method: str = "vanilla", h_roll: int 
         mean_kl=0.5, grad_norm=1.0, success_rate=0.5, truncated_rate=0.0, mean_turns=3.0, trajectories=4,
         failed_episodes=0, tokens=100, generated_tokens=120, weights_version=step, times=times,
         cumulative_s=step * step_s,
+    )  # fmt: skip
+
+
+def source_part(env: str, h_hat: int, alpha: float, probe: bool = False) -> SourceStepMetrics:
+    """One task source's part of a step of a multi-environment run: 4 trajectories, half succeeded."""
+    return SourceStepMetrics(
+        env=env, probe=probe, h_roll=h_hat, h_hat=h_hat, h_bar=h_hat - 0.5, h_eff=None, h_cov=h_hat,
+        h_ctrl=None, alpha=alpha, success_rate=0.5, mean_turns=3.0, trajectories=4, failed_episodes=0,
     )  # fmt: skip
 
 

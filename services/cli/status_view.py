@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from services.contracts.operations import RunStatus
+from services.contracts.orchestrator import EvalRecord
 
 HEALTH_STYLE = {"ok": "green", "busy": "cyan", "restarting": "yellow", "down": "bold red", "unknown": "dim"}
 
@@ -22,7 +23,9 @@ def summary_lines(status: RunStatus, now: float | None = None) -> list[str]:
         f"run {status.run_id} ({status.method}) in {status.run_dir}",
         f"{status.phase}: step {status.step}/{status.total_steps}, weights version {status.weights_version}, "
         f"last step {_num(status.last_step_s, '{:.1f}')} s, updated {age:.0f} s ago",
-        f"H_hat {_num(status.h_hat)}, H_bar {_num(status.h_bar, '{:.2f}')}, alpha {_num(status.alpha, '{:.3f}')}",
+        f"H_hat {_num(status.h_hat)}, H_bar {_num(status.h_bar, '{:.2f}')}, alpha {_num(status.alpha, '{:.3f}')}"
+        if not status.sources
+        else f"{len(status.sources)} task sources, each with its own controller (below)",
     ]
     load = status.pool_load
     lines.append(
@@ -33,12 +36,20 @@ def summary_lines(status: RunStatus, now: float | None = None) -> list[str]:
         + f"; two or more at once {100 * load.overlap:.0f}%; weights lag {_num(status.weights_lag)}"
     )
     ev = status.last_eval
-    lines.append(
-        "last eval: none yet"
-        if ev is None
-        else f"last eval after step {ev.step}: Avg@{ev.n} {ev.avg_at_n:.3f}, success {ev.success_rate:.3f} on {ev.split}"
-    )
+    lines.append("last eval: none yet" if ev is None else f"last eval {_eval_text(ev)}")
+    evals = {e.env: e for e in status.source_evals}
+    for source in status.sources or []:
+        last = evals.get(source.env)
+        lines.append(
+            f"  {source.env}: H_hat {source.h_hat}, H_bar {source.h_bar:.2f}, alpha {source.alpha:.3f}, "
+            f"success {source.success_rate:.2f} on {source.trajectories} trajectories; "
+            + ("no eval yet" if last is None else f"eval {_eval_text(last)}")
+        )
     return lines
+
+
+def _eval_text(ev: EvalRecord) -> str:
+    return f"after step {ev.step}: Avg@{ev.n} {ev.avg_at_n:.3f}, success {ev.success_rate:.3f} on {ev.split}"
 
 
 def status_renderable(status: RunStatus, now: float | None = None, recent: int = 5) -> Group:

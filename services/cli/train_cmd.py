@@ -33,6 +33,17 @@ def _resolved(
     return settings_with(config, run={"method": method, "run_dir": run_dir}, optim={"steps": steps})
 
 
+def depth_text(m: StepMetrics) -> str:
+    """A step's depth and blend for the progress line: the run's controller, or each source's."""
+    if not m.sources:
+        kind = "probe" if m.probe else "     "
+        return f"{kind} H_roll={m.h_roll:<3} H_hat={m.h_hat:<3} alpha={m.alpha:.2f}"
+    return " ".join(
+        f"{s.env}{'(probe)' if s.probe else ''}: H_roll={s.h_roll} H_hat={s.h_hat} alpha={s.alpha:.2f}"
+        for s in m.sources
+    )
+
+
 def _check_formats(settings: TurnOPDSettings) -> None:
     """Student and teachers must have been trained in the observation format they play (or not
     say): the student in the run's, each teacher in its source's; in a multi-environment run every
@@ -91,11 +102,7 @@ def train(
         bar = progress.add_task("steps", total=settings.optim.steps, status="starting services")
 
         def on_step(m: StepMetrics) -> None:
-            kind = "probe" if m.probe else "     "
-            status = (
-                f"{kind} H_roll={m.h_roll:<3} H_hat={m.h_hat:<3} alpha={m.alpha:.2f} "
-                f"KL={m.mean_kl:.3f} succ={m.success_rate:.2f} {m.times.total_s:.1f}s"
-            )
+            status = f"{depth_text(m)} KL={m.mean_kl:.3f} succ={m.success_rate:.2f} {m.times.total_s:.1f}s"
             progress.update(bar, completed=m.step, status=status)
             if not console.is_terminal:  # a log file gets a line per step instead of a live bar
                 console.print(f"step {m.step}/{settings.optim.steps} {status}")

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
-from services.contracts.orchestrator import EvalRecord, PoolLoad
+from services.contracts.orchestrator import EvalRecord, PoolLoad, SourceStepMetrics
 
 RESTARTABLE = (
     "rollout-worker-{i}",
@@ -132,6 +132,13 @@ class RunStatus(Contract):
         None, description="Versions the last step's rollout weights were behind the weights it updated."
     )
     last_eval: EvalRecord | None = None
+    sources: list[SourceStepMetrics] | None = Field(
+        None,
+        description="Each task source's part of the last step (a multi-environment run); None: one source.",
+    )
+    source_evals: list[EvalRecord] = Field(
+        default_factory=list, description="The last eval of each task source (a multi-environment run)."
+    )
     services: list[ServiceStatus] = Field(default_factory=list)
     restarts: list[RestartResult] = Field(default_factory=list, description="Restarts done, oldest first.")
     updated_at: FiniteFloat = Field(ge=0.0, description="Unix time of this snapshot.")

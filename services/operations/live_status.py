@@ -28,6 +28,7 @@ class LiveRun:
         self.phase: RunPhase = "starting"
         self.last: StepMetrics | None = None
         self.last_eval: EvalRecord | None = None
+        self.source_evals: dict[str, EvalRecord] = {}  # by env, a multi-environment run's
         self._lock = threading.Lock()
 
     def step_done(self, metrics: StepMetrics) -> None:
@@ -38,6 +39,8 @@ class LiveRun:
     def eval_done(self, record: EvalRecord) -> None:
         with self._lock:
             self.last_eval = record
+            if record.env is not None:
+                self.source_evals[record.env] = record
         self.publish()
 
     def set_phase(self, phase: RunPhase) -> None:
@@ -63,6 +66,8 @@ class LiveRun:
                 pool_load=pool_load([last.times]) if last else None,
                 weights_lag=last.weights_lag if last else None,
                 last_eval=self.last_eval,
+                sources=last.sources if last else None,
+                source_evals=list(self.source_evals.values()),
                 services=self.restarts.status(self.steps_done),
                 restarts=list(self.restarts.history),
                 updated_at=time.time(),

@@ -1,10 +1,11 @@
 """`turnopd status` rendering and `turnopd restart` argument checks (no cluster needed)."""
 
+from comparison_logs import source_part
 from rich.console import Console
 
 from services.cli.status_view import status_renderable, summary_lines
 from services.contracts.operations import RestartResult, RunStatus, ServiceStatus
-from services.contracts.orchestrator import PoolLoad
+from services.contracts.orchestrator import EvalRecord, PoolLoad
 from services.operations.lifecycle import masked_url
 
 STATUS = RunStatus(
@@ -51,6 +52,26 @@ def test_summary_names_step_depth_alpha_and_eval():
         "pools busy in the last step: rollout 50%, teacher 25%, learner 40%; two or more at once 15%; "
         "weights lag 1"
     )
+
+
+def test_a_multi_environment_run_shows_each_sources_controller_and_last_eval():
+    evals = [
+        EvalRecord(step=2, cumulative_s=9.0, split="valid_unseen", episodes=4, n=1, success_rate=0.25,
+                   avg_at_n=0.25, per_task_type={}, env="alfworld"),
+    ]  # fmt: skip
+    multi = STATUS.model_copy(
+        update={
+            "sources": [source_part("alfworld", 12, 0.25), source_part("search", 4, 0.5)],
+            "source_evals": evals,
+        }
+    )
+    lines = summary_lines(multi, now=112.0)
+    assert lines[2] == "2 task sources, each with its own controller (below)"
+    assert lines[5:] == [
+        "  alfworld: H_hat 12, H_bar 11.50, alpha 0.250, success 0.50 on 4 trajectories; "
+        "eval after step 2: Avg@1 0.250, success 0.250 on valid_unseen",
+        "  search: H_hat 4, H_bar 3.50, alpha 0.500, success 0.50 on 4 trajectories; no eval yet",
+    ]
 
 
 def test_tables_list_every_service_and_restart():

@@ -1,0 +1,174 @@
+"""One multi-environment run against each of its sources trained alone (README, "Several environments").
+
+Trains ``--config`` (default ``configs/multi_env.toml``: household games, search and the shop, a
+teacher and a depth controller each) for its steps, then, one after another, a run of each source
+alone (``services/orchestrator/single_source.py``): the same steps and seed, the source's teacher,
+depth, blend, turn cap and observation format, its share of the batch (so the same per-environment
+episode budget, and the very tasks it plays in the multi-environment run), evaluated on the same
+episodes of its eval split after the last step. Each run is a fresh Ray session on this machine.
+
+It prints, per environment, the success after the last step of the multi-environment student and of
+the single-environment one (with 95% Wilson intervals), each controller's H_hat at every step and
+its last probe's H_bar and H_eff (does each H_hat settle at its own horizon?), and the wall times:
+the whole run (start-up, steps, checkpoints, the evaluation), the sum of the step times, and the
+machine's CPU utilisation over the run. The multi-environment run's wall time is set against the
+three single runs together.
+
+    PYTHONPATH=$PWD python bench/multi_env.py [--config configs/multi_env.toml] [--steps N] [--keep DIR]
+
+``--json FILE`` also writes the figures as JSON.
+"""
+
+import argparse
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.orchestrator.pipeline import train
+from services.orchestrator.run_result import wilson_interval
+from services.orchestrator.single_source import single_source_overrides
+from services.orchestrator.throughput import cpu_times, cpu_utilisation
+from services.run_dir import RunDir
+from services.settings import load_settings
+
+
+@dataclass(frozen=True)
+class EnvFigures:
+    """One environment's figures in one run."""
+
+    env: str
+    episodes: int  # training episodes over the run
+    success: float  # after the last step, on its eval split
+    eval_episodes: int
+    h_hat: list[int]  # at every step
+    h_bar: float  # at its last probe
+    h_eff: int | None  # at its last probe
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    name: str
+    wall_s: float  # the whole train(): start-up, steps, checkpoints, evaluation
+    steps_s: float  # the sum of the step times
+    cpu: float  # the machine's CPU utilisation over wall_s
+    envs: list[EnvFigures]
+
+
+def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` applied, section by section."""
+    out = dict(base)
+    for name, value in overrides.items():
+        out[name] = {**out[name], **value} if isinstance(value, dict) and name in out else value
+    return out
+
+
+def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> RunFigures:
+    """Train ``config`` with ``overrides`` in a fresh run under ``root / name``; its figures."""
+    own = {"run": {"run_dir": root / name}, "metrics": {"enabled": False}}
+    settings = load_settings(config, merged(overrides, own))
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    steps = settings.optim.steps
+
+    def on_step(m: StepMetrics) -> None:
+        print(f"  {name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
+
+    cpu_before, start = cpu_times(Path("/proc/stat").read_text()), time.perf_counter()
+    train(settings, run, config, on_step, lambda _: None)
+    wall = time.perf_counter() - start
+    cpu = cpu_utilisation(cpu_before, cpu_times(Path("/proc/stat").read_text()))
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    evals = read_jsonl(run.path("eval.jsonl"), EvalRecord)
+    envs = []
+    for source in settings.task_sources():
+        env = source.env
+        last_eval = [e for e in evals if (e.env or env) == env and e.step == steps][-1]
+        parts = [next(s for s in m.sources if s.env == env) if m.sources is not None else m for m in metrics]
+        probes = [p for p in parts if p.probe]
+        envs.append(
+            EnvFigures(
+                env=env,
+                episodes=sum(p.trajectories + p.failed_episodes for p in parts),
+                success=last_eval.success_rate,
+                eval_episodes=last_eval.episodes * last_eval.n,
+                h_hat=[p.h_hat for p in parts],
+                h_bar=probes[-1].h_bar if probes else float("nan"),
+                h_eff=probes[-1].h_eff if probes else None,
+            )
+        )
+    return RunFigures(name, wall, metrics[-1].cumulative_s, cpu, envs)
+
+
+def success_text(e: EnvFigures) -> str:
+    low, high = wilson_interval(round(e.success * e.eval_episodes), e.eval_episodes)
+    return f"{100 * e.success:5.1f}% ({100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
+    print(f"\n{'env':<10} {'episodes':>8} {'multi success':>20} {'single success':>20}")
+    for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
+        assert mine.env == single.env and mine.episodes == single.episodes
+        print(f"{mine.env:<10} {mine.episodes:>8} {success_text(mine):>20} {success_text(single):>20}")
+    print("\nH_hat at every step (last probe's H_bar, H_eff):")
+    for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
+        for label, e in (("multi", mine), ("single", single)):
+            print(
+                f"  {e.env:<10} {label:<7} {' '.join(map(str, e.h_hat))}   (H_bar {e.h_bar:.1f}, H_eff {e.h_eff})"
+            )
+    print(f"\n{'run':<18} {'wall s':>8} {'sum of steps s':>15} {'CPU':>6}")
+    for r in [multi, *singles]:
+        print(f"{r.name:<18} {r.wall_s:>8.0f} {r.steps_s:>15.0f} {100 * r.cpu:>5.0f}%")
+    wall = sum(s.wall_s for s in singles)
+    steps = sum(s.steps_s for s in singles)
+    print(f"{'singles together':<18} {wall:>8.0f} {steps:>15.0f}")
+    print(
+        f"\nmulti / singles together: wall {multi.wall_s / wall:.2f}x, sum of steps {multi.steps_s / steps:.2f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", type=Path, default=Path("configs/multi_env.toml"))
+    parser.add_argument("--steps", type=int, default=None, help="Steps of every run (default: the config's).")
+    parser.add_argument("--keep", type=Path, default=None, help="Keep the runs under this new folder.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the figures to this file.")
+    args = parser.parse_args()
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        parser.error(f"--keep {args.keep}: the folder is not empty; name a new one")
+    base: dict[str, Any] = {}
+    if args.steps is not None:
+        base = {"optim": {"steps": args.steps}, "eval": {"interval": args.steps}}
+    multi_settings = load_settings(args.config, base)
+    if not multi_settings.sources:
+        parser.error(f"--config {args.config}: it has no [[sources]]; name a multi-environment config")
+    steps = multi_settings.optim.steps
+    if multi_settings.eval.interval <= 0 or steps % multi_settings.eval.interval:
+        parser.error(
+            f"--config {args.config}: [eval] interval must divide the steps, to evaluate after step {steps}"
+        )
+    with tempfile.TemporaryDirectory(prefix="turnopd-bench-multi-env-") as tmp:
+        root = args.keep if args.keep is not None else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        print(f"{args.config}: {steps} steps, batch {multi_settings.optim.batch}, runs under {root}")
+        multi = run_once(args.config, "multi", base, root)
+        singles = []
+        for source in multi_settings.task_sources():
+            overrides = merged(base, single_source_overrides(multi_settings, source.env))
+            singles.append(run_once(args.config, f"single-{source.env}", overrides, root))
+        print_figures(multi, singles)
+        if args.json is not None:
+            runs = [asdict(r) for r in [multi, *singles]]
+            args.json.write_text(
+                json.dumps({"config": str(args.config), "steps": steps, "runs": runs}, indent=1)
+            )
+
+
+if __name__ == "__main__":
+    main()
