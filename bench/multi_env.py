@@ -29,12 +29,15 @@ from typing import Any
 
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.diagnostics.step_stats import mean_token_kl
 from services.orchestrator.pipeline import train
 from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.single_source import single_source_overrides
 from services.orchestrator.throughput import cpu_times, cpu_utilisation
 from services.run_dir import RunDir
 from services.settings import load_settings
+from services.settings.tree import saved_settings
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,9 @@ class EnvFigures:
     h_hat: list[int]  # at every step
     h_bar: float  # at its last probe
     h_eff: int | None  # at its last probe
+    kl_turns: int  # the first and last steps' KL are over their first kl_turns turns
+    kl_first: float | None  # token-pooled reverse KL to the teacher on step 1's rollouts
+    kl_last: float | None  # ... on the last step's rollouts (played with the weights after N - 1 updates)
 
 
 @dataclass(frozen=True)
@@ -82,14 +88,24 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
     train(settings, run, config, on_step, lambda _: None)
     wall = time.perf_counter() - start
     cpu = cpu_utilisation(cpu_before, cpu_times(Path("/proc/stat").read_text()))
+    return run_figures(run, name, wall, cpu)
+
+
+def run_figures(run: RunDir, name: str, wall: float, cpu: float) -> RunFigures:
+    """A finished run's figures from its files; ``wall`` and ``cpu`` as measured around it."""
+    settings = saved_settings(run.saved_config())
+    steps = settings.optim.steps
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     evals = read_jsonl(run.path("eval.jsonl"), EvalRecord)
+    turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
     envs = []
     for source in settings.task_sources():
         env = source.env
         last_eval = [e for e in evals if (e.env or env) == env and e.step == steps][-1]
         parts = [next(s for s in m.sources if s.env == env) if m.sources is not None else m for m in metrics]
         probes = [p for p in parts if p.probe]
+        mine = [r for r in turn_stats if (r.env or env) == env]
+        turns = min(mine[0].h_roll, mine[-1].h_roll)
         envs.append(
             EnvFigures(
                 env=env,
@@ -99,9 +115,16 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
                 h_hat=[p.h_hat for p in parts],
                 h_bar=probes[-1].h_bar if probes else float("nan"),
                 h_eff=probes[-1].h_eff if probes else None,
+                kl_turns=turns,
+                kl_first=mean_token_kl(mine[0].trajectories, turns),
+                kl_last=mean_token_kl(mine[-1].trajectories, turns),
             )
         )
     return RunFigures(name, wall, metrics[-1].cumulative_s, cpu, envs)
+
+
+def num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def success_text(e: EnvFigures) -> str:
@@ -114,6 +137,12 @@ def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
     for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
         assert mine.env == single.env and mine.episodes == single.episodes
         print(f"{mine.env:<10} {mine.episodes:>8} {success_text(mine):>20} {success_text(single):>20}")
+    print("\nreverse KL to the teacher per token, step 1 -> step N, over the turns both reached:")
+    for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
+        for label, e in (("multi", mine), ("single", single)):
+            print(
+                f"  {e.env:<10} {label:<7} {num(e.kl_first)} -> {num(e.kl_last)}   (first {e.kl_turns} turns)"
+            )
     print("\nH_hat at every step (last probe's H_bar, H_eff):")
     for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
         for label, e in (("multi", mine), ("single", single)):
@@ -131,6 +160,16 @@ def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
     )
 
 
+def reprint(figures: Path, root: Path) -> None:
+    """The figures of a finished bench again, from its --json file (the wall times and CPU) and its
+    kept runs (everything else)."""
+    runs = [
+        run_figures(RunDir(root / r["name"]), r["name"], r["wall_s"], r["cpu"])
+        for r in json.loads(figures.read_text())["runs"]
+    ]
+    print_figures(runs[0], runs[1:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,7 +178,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="Steps of every run (default: the config's).")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the runs under this new folder.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures to this file.")
+    parser.add_argument(
+        "--reprint",
+        type=Path,
+        default=None,
+        help="Train nothing: print the figures again from a --json FILE and the runs kept under --keep.",
+    )
     args = parser.parse_args()
+    if args.reprint is not None:
+        if args.keep is None:
+            parser.error("--reprint needs --keep: the folder the runs were kept in")
+        reprint(args.reprint, args.keep)
+        return
     if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
         parser.error(f"--keep {args.keep}: the folder is not empty; name a new one")
     base: dict[str, Any] = {}

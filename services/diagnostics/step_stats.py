@@ -45,6 +45,13 @@ def pooled_kl(trajectories: list[TrajectoryTurnStats], depth: int) -> list[float
     return out
 
 
+def mean_token_kl(trajectories: list[TrajectoryTurnStats], turns: int) -> float | None:
+    """Token-pooled mean KL over the first ``turns`` turns of the trajectories (None: no tokens there):
+    batches rolled out to different depths compared on the turns both reached."""
+    tokens = sum(sum(tr.turn_tokens[:turns]) for tr in trajectories)
+    return sum(sum(tr.turn_kl_sum[:turns]) for tr in trajectories) / tokens if tokens > 0 else None
+
+
 def loss_shares(trajectories: list[TrajectoryTurnStats], weights: SegmentWeights, depth: int) -> list[float]:
     """Share of sum_i w_i l_i contributed by each turn (all zeros when the batch's loss mass is zero)."""
     per_turn = [0.0] * depth

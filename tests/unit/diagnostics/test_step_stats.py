@@ -1,7 +1,7 @@
 import pytest
 
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
-from services.diagnostics.step_stats import step_stats
+from services.diagnostics.step_stats import mean_token_kl, step_stats
 
 
 def record(alpha=0.0):
@@ -37,3 +37,11 @@ def test_actual_shares_follow_the_blend():
     m0 = 1 / 8 * 1.0 + 1 / 12 * 0.6
     m1 = 1 / 8 * 2.0
     assert s.share_actual == pytest.approx([m0 / (m0 + m1), m1 / (m0 + m1)])
+
+
+def test_mean_token_kl_pools_the_tokens_of_the_first_turns():
+    trajectories = record().trajectories
+    assert mean_token_kl(trajectories, 1) == pytest.approx(1.6 / 5)
+    assert mean_token_kl(trajectories, 2) == pytest.approx(3.6 / 9)
+    assert mean_token_kl(trajectories, 9) == mean_token_kl(trajectories, 2)
+    assert mean_token_kl(trajectories, 0) is None
