@@ -34,7 +34,7 @@ from services.diagnostics.step_stats import mean_token_kl
 from services.orchestrator.pipeline import train
 from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.single_source import single_source_overrides
-from services.orchestrator.throughput import cpu_times, cpu_utilisation
+from services.orchestrator.throughput import CpuTimes, cpu_times, cpu_utilisation
 from services.run_dir import RunDir
 from services.settings import load_settings
 from services.settings.tree import saved_settings
@@ -73,6 +73,10 @@ def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_cpu() -> CpuTimes:
+    return cpu_times(Path("/proc/stat").read_text())
+
+
 def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> RunFigures:
     """Train ``config`` with ``overrides`` in a fresh run under ``root / name``; its figures."""
     own = {"run": {"run_dir": root / name}, "metrics": {"enabled": False}}
@@ -84,10 +88,10 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
     def on_step(m: StepMetrics) -> None:
         print(f"  {name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
 
-    cpu_before, start = cpu_times(Path("/proc/stat").read_text()), time.perf_counter()
+    cpu_before, start = read_cpu(), time.perf_counter()
     train(settings, run, config, on_step, lambda _: None)
     wall = time.perf_counter() - start
-    cpu = cpu_utilisation(cpu_before, cpu_times(Path("/proc/stat").read_text()))
+    cpu = cpu_utilisation(cpu_before, read_cpu())
     return run_figures(run, name, wall, cpu)
 
 
@@ -128,8 +132,9 @@ def num(x: float | None) -> str:
 
 
 def success_text(e: EnvFigures) -> str:
-    low, high = wilson_interval(round(e.success * e.eval_episodes), e.eval_episodes)
-    return f"{100 * e.success:5.1f}% ({100 * low:.0f}-{100 * high:.0f}%)"
+    won = round(e.success * e.eval_episodes)
+    low, high = wilson_interval(won, e.eval_episodes)
+    return f"{won}/{e.eval_episodes} ({100 * low:.0f}-{100 * high:.0f}%)"
 
 
 def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
@@ -158,6 +163,8 @@ def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
     print(
         f"\nmulti / singles together: wall {multi.wall_s / wall:.2f}x, sum of steps {multi.steps_s / steps:.2f}x"
     )
+    busy = multi.cpu * multi.wall_s  # the multi-environment run's busy CPU time, per core
+    print(f"ceiling, the multi-environment run with the CPU always busy: {busy:.0f} s, {busy / wall:.2f}x")
 
 
 def reprint(figures: Path, root: Path) -> None:

@@ -20,7 +20,7 @@ def single_source_overrides(settings: TurnOPDSettings, env: str) -> dict[str, di
     source = settings.task_source(env)
     sources = settings.task_sources()
     counts = source_counts([s.share for s in sources], settings.optim.batch)
-    batch = counts[[s.env for s in sources].index(env)]
+    batch = dict(zip([s.env for s in sources], counts, strict=True))[env]
     if source.split != "train":
         raise ValueError(
             f"source {env!r} trains on split {source.split!r}; a run of one source trains on 'train'"
