@@ -89,7 +89,7 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
         print(f"  {name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
 
     cpu_before, start = read_cpu(), time.perf_counter()
-    train(settings, run, config, on_step, lambda _: None)
+    train(settings, run, on_step, lambda _: None)
     wall = time.perf_counter() - start
     cpu = cpu_utilisation(cpu_before, read_cpu())
     return run_figures(run, name, wall, cpu)

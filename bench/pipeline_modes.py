@@ -107,7 +107,7 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool 
         print(f"  {mode.name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
 
     evals: list[EvalRecord] = []
-    train(settings, run, config, on_step, evals.append)
+    train(settings, run, on_step, evals.append)
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     return Measured(
         evaluation=evals[-1] if evals else None,

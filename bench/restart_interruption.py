@@ -116,7 +116,7 @@ def run_once(
         if queue:
             queue[0].filed_after = max(queue[0].filed_after, m.step + 2)  # a clean step in between
 
-    train(settings, run, config, on_step, lambda _: None)
+    train(settings, run, on_step, lambda _: None)
     return ends, read_jsonl(run.path("metrics.jsonl"), StepMetrics)
 
 

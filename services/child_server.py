@@ -58,11 +58,15 @@ class ChildServer(ABC):
     def command(self) -> list[str]:
         """The argv that runs the server on ``self.port``."""
 
+    def environment(self) -> dict[str, str]:
+        """The server's environment: this process's (a subclass adds what it must not put in argv)."""
+        return dict(os.environ)
+
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
         """Start the server and wait until ``/healthz`` answers 200."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:
-            self._process = subprocess.Popen(self.command(), stdout=sink, stderr=sink, env=dict(os.environ))
+            self._process = subprocess.Popen(self.command(), stdout=sink, stderr=sink, env=self.environment())
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

@@ -83,7 +83,7 @@ def compare(
                 f"at {r.cumulative_s:.0f}s"
             )
 
-        run_planned(planned, config, on_run, on_step, on_eval)
+        run_planned(planned, on_run, on_step, on_eval)
         progress.update(runs_bar, completed=len(planned), status="scoring")
     summary = write_summary(planned, out, config)
     print_table(comparison_table(summary), Console())

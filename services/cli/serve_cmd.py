@@ -1,16 +1,44 @@
 """`turnopd serve ...`: run one TurnOPD service as a standalone server (one command per service)."""
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from services.cli.options import settings_with
+from services.errors import ConfigError, InputError
+from services.settings.env_gateway import EnvGatewaySettings
+from services.settings.loader import describe_validation_error
 
 app = typer.Typer(help="Run a TurnOPD service as a standalone server.", no_args_is_help=True)
 
 ConfigOption = Annotated[Path | None, typer.Option(help="TOML config; flags given here override it.")]
+
+
+def gateway_settings(
+    config: Path | None, settings_file: Path | None, flags: dict[str, Any]
+) -> EnvGatewaySettings:
+    """The gateway's ``[env_gateway]``: from ``config`` (its own sections only: the same file serves a
+    run's gateway and a teacher recipe's), or as a run wrote it (``settings_file``); the flags given
+    (non-None) override either."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if settings_file is None:
+        return settings_with(config, ("env_gateway", "security"), env_gateway=given).env_gateway
+    if config is not None:
+        raise InputError("--settings holds the gateway's whole settings; do not combine it with --config")
+    try:
+        written = json.loads(settings_file.read_text())
+    except FileNotFoundError:
+        raise InputError(f"settings file not found: {settings_file}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"settings file {settings_file} is not valid JSON: {exc}") from None
+    try:
+        return EnvGatewaySettings.model_validate({**written, **given})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid settings in {settings_file}: {describe_validation_error(exc)}") from None
 
 
 @app.command("env-gateway")
@@ -19,15 +47,21 @@ def env_gateway(
     port: Annotated[int | None, typer.Option(help="Port (default 8100).")] = None,
     workers: Annotated[int | None, typer.Option(help="Env worker processes (default 2).")] = None,
     config: ConfigOption = None,
+    settings_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--settings",
+            help="The env_gateway settings as JSON, as a run writes them (env_gateway.settings.json); "
+            "instead of --config. The service token comes from the environment.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the env gateway (HTTP API + env worker pool) with uvicorn until interrupted."""
-    # Its own sections only: the same file serves a run's gateway and a teacher recipe's.
-    settings = settings_with(
-        config, ("env_gateway", "security"), env_gateway={"host": host, "port": port, "workers": workers}
-    )
+    settings = gateway_settings(config, settings_file, {"host": host, "port": port, "workers": workers})
+    token = settings_with(config, ("security",)).security.resolved_service_token()
     from services.env_gateway.main import serve
 
-    serve(settings.env_gateway, settings.security.resolved_service_token())
+    serve(settings, token)
 
 
 @app.command("retrieval")

@@ -33,6 +33,13 @@ def _resolved(
     return settings_with(config, run={"method": method, "run_dir": run_dir}, optim={"steps": steps})
 
 
+def resumed_settings(run: RunDir) -> TurnOPDSettings:
+    """The settings a resumed run runs with, every service's included: those its config.json saved;
+    the secrets it leaves out come from the environment again."""
+    saved = saved_settings(run.saved_config())
+    return load_settings(None, saved.model_dump(exclude=SECRET_FIELDS))
+
+
 def depth_text(m: StepMetrics) -> str:
     """A step's depth and blend for the progress line: the run's controller, or each source's."""
     if not m.sources:
@@ -76,15 +83,12 @@ def train(
         if any(v is not None for v in (config, method, steps, run_dir)):
             raise InputError("--resume takes the run's saved config; do not combine it with other options")
         run = RunDir(resume)
-        saved = saved_settings(run.saved_config())
-        settings = load_settings(None, saved.model_dump(exclude=SECRET_FIELDS))
-        config_file = None
+        settings = resumed_settings(run)
     else:
         settings = _resolved(config, method, steps, run_dir)
         _check_formats(settings)
         run = RunDir(settings.run.run_dir)
         run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
-        config_file = config
     started = time.perf_counter()
     console = Console(stderr=True)
     from services.orchestrator.pipeline import train as run_training  # Ray loads only for this command
@@ -118,7 +122,7 @@ def train(
             )
 
         try:
-            run_training(settings, run, config_file, on_step, on_eval, on_phase)
+            run_training(settings, run, on_step, on_eval, on_phase)
         except TurnOPDError as exc:
             exc.add_note(resume_hint(run.root))
             raise

@@ -23,7 +23,6 @@ EvalCallback = Callable[[EvalRecord], None]
 
 def run_planned(
     planned: Sequence[PlannedRun],
-    config: Path | None,
     on_run: RunCallback,
     on_step: StepCallback,
     on_eval: EvalCallback,
@@ -38,7 +37,7 @@ def run_planned(
         run_dir = RunDir(run.path)
         if run.state == "new":
             run_dir.create(run.settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
-        train(run.settings, run_dir, config, on_step, on_eval)
+        train(run.settings, run_dir, on_step, on_eval)
 
 
 def write_summary(planned: Sequence[PlannedRun], out: Path, config: Path | None) -> ComparisonSummary:

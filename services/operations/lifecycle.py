@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
 import ray
@@ -85,22 +85,19 @@ def deploy_teacher(settings: TeacherServiceSettings) -> None:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every service of a run knows: the run's settings, directory and id, and the config file
-    it was started with (the env gateway's process reads it itself)."""
+    """What every service of a run knows: the run's settings (a resumed run's: those its config.json
+    saved), directory and id."""
 
     settings: TurnOPDSettings
     run: RunDir
     run_id: str
-    config_file: Path | None
 
 
 @dataclass(frozen=True)
 class Change:
-    """What a restart brings: the settings of a new config file (None: none given) and that file
-    (the env gateway's process reads it itself)."""
+    """What a restart brings: the settings of a new config file (None: none given)."""
 
     run: TurnOPDSettings | None = None
-    config_path: Path | None = None
 
 
 class ManagedService(ABC, Generic[S]):
@@ -289,9 +286,8 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
             self.url = url
             return
         log_path = self.ctx.run.path("env_gateway.log")
-        self.gateway = LocalGateway(
-            self.ctx.config_file, log_path=log_path, port=self.settings.env_gateway.port
-        )
+        port = self.settings.env_gateway.port
+        self.gateway = LocalGateway(settings=self.settings, log_path=log_path, port=port)
         self.url = self.gateway.start().url
 
     def stop(self) -> None:
@@ -300,21 +296,22 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
 
     def replace(self, change: Change, step: int) -> str:
         """A new gateway process on a new port; the pool plays every later request against it, then
-        the old one stops. It reads the config file itself."""
+        the old one stops. It runs with the settings it has now, or with those a restart takes from
+        a new config (``restarted``)."""
         old = self.gateway
         if old is None:
             raise ConflictError(
                 f"the env gateway at {self.url} was not started by this run; restart it where it runs"
             )
-        new = self.restarted(change)
+        settings = self.restarted(change) or self.settings
         count = self.counts[self.kind] + 1
-        config = change.config_path if change.config_path is not None else self.ctx.config_file
-        fresh = LocalGateway(config, log_path=self.ctx.run.path(f"env_gateway.{count}.log")).start()
+        log_path = self.ctx.run.path(f"env_gateway.{count}.log")
+        fresh = LocalGateway(settings=settings, log_path=log_path).start()
         for follow in self._followers:
             follow(fresh.url)
         self.gateway, self.url = fresh, fresh.url
         old.stop()
-        self.settings = new or self.settings
+        self.settings = settings
         self.counts[self.kind] += 1
         return f"env gateway replaced: {old.url} -> {fresh.url}"
 

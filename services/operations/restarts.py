@@ -97,7 +97,7 @@ class ServiceRestarts:
 
     def _restart(self, service: ManagedService[Any], name: str, config_path: str | None, step: int) -> str:
         path = Path(config_path) if config_path is not None else None
-        change = Change(load_settings(path) if path is not None else None, path)
+        change = Change(load_settings(path) if path is not None else None)
         index = worker_index(name)
         if index is not None:
             return self.pool.replace_worker(index, change)

@@ -13,7 +13,6 @@ The ``Stack`` is what the step pipeline sees: handles that stay valid for the wh
 
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 import ray
 
@@ -61,12 +60,12 @@ def connect_ray(settings: TurnOPDSettings, stack: ExitStack) -> None:
         stack.callback(ray.shutdown)
 
 
-def start_stack(settings: TurnOPDSettings, run: RunDir, config_file: Path | None, exits: ExitStack) -> Stack:
+def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Stack:
     """Start every service in order; ``exits`` stops them in reverse (a service that failed to come
     up stops what it had started)."""
     connect_ray(settings, exits)
     run_id = settings.run.run_id or run.root.resolve().name
-    services = Services.of(RunContext(settings=settings, run=run, run_id=run_id, config_file=config_file))
+    services = Services.of(RunContext(settings=settings, run=run, run_id=run_id))
     for service in services.in_start_order():
         exits.callback(service.stop)
         service.start()

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 
 import ray
@@ -286,7 +285,6 @@ class OverlappedSteps:
 def train(
     settings: TurnOPDSettings,
     run: RunDir,
-    config_file: Path | None,
     on_step: StepCallback,
     on_eval: EvalCallback,
     on_phase: Callable[[str], None] = lambda _: None,
@@ -316,7 +314,7 @@ def train(
         control = start_run_control()
         exits.callback(stop_run_control, control)
         on_phase("starting the services")
-        stack = start_stack(settings, run, config_file, exits)
+        stack = start_stack(settings, run, exits)
         start = _resume(stack, run)
         restarts = ServiceRestarts(stack.services)
         live = LiveRun(stack, restarts, control, start)

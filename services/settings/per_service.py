@@ -123,11 +123,13 @@ class TeacherServiceSettings(ServiceSettings):
 
 
 class EnvGatewayServiceSettings(ServiceSettings):
-    """The env gateway's ``[env_gateway]`` section (its process reads the config file itself)."""
+    """All the env gateway is given: ``[env_gateway]`` and the service token, resolved once by the
+    driver. A local gateway process gets the section as a file and the token in its environment."""
 
     RESTARTABLE = ("env_gateway",)
 
     env_gateway: EnvGatewaySettings
+    service_token: SecretStr | None = None
 
 
 class RedisServiceSettings(ServiceSettings):

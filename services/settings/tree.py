@@ -231,7 +231,7 @@ class TurnOPDSettings(TomlSettings):
         return list(apps.values())
 
     def for_env_gateway(self) -> EnvGatewayServiceSettings:
-        return EnvGatewayServiceSettings(env_gateway=self.env_gateway)
+        return EnvGatewayServiceSettings(env_gateway=self.env_gateway, service_token=self._service_token())
 
     def for_redis(self) -> RedisServiceSettings:
         return RedisServiceSettings(controller=self.controller)

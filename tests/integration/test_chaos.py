@@ -118,7 +118,7 @@ def chaos_run(
                 case _:
                     raise AssertionError(action)
 
-    assert train(settings, run, config, on_step, lambda _: None) == steps
+    assert train(settings, run, on_step, lambda _: None) == steps
     for thread in background:
         thread.join(timeout=600)
     return settings, run, seen

@@ -73,7 +73,7 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
             submit_restart("controller")  # every source's controller resumes from its own keys
             submit_restart("teacher-search")  # one teacher replaced mid-run while the others serve
 
-    assert train(settings, run, config, on_step, evals.append) == 4
+    assert train(settings, run, on_step, evals.append) == 4
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3, 4]

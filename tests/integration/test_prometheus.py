@@ -167,7 +167,7 @@ def test_prometheus_sees_the_controller_horizon_of_a_real_run(serve_on_free_port
 
     end: dict[str, Any] = {}
     try:
-        assert train(settings, run, config, on_step, lambda record: None) == 3
+        assert train(settings, run, on_step, lambda record: None) == 3
     finally:
         prometheus.stop()
 

@@ -79,7 +79,7 @@ def test_pools_resized_while_training(ray_session, tmp_path):
                     thread.join(timeout=600)
                 seen["status"] = run_status()
 
-    assert train(settings, run, config, on_step, lambda _: None) == STEPS
+    assert train(settings, run, on_step, lambda _: None) == STEPS
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == list(range(1, STEPS + 1))

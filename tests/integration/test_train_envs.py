@@ -31,7 +31,7 @@ def test_train_runs_on_another_env_through_config_alone(ray_session, tmp_path: P
     run.create(settings.model_dump_json())
     steps: list[StepMetrics] = []
     evals: list[EvalRecord] = []
-    assert train(settings, run, config, steps.append, evals.append) == 2
+    assert train(settings, run, steps.append, evals.append) == 2
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2] and [m.weights_version for m in metrics] == [1, 2]

@@ -30,7 +30,7 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     steps, evals = [], []
-    assert train(settings, run, config, steps.append, evals.append) == 3
+    assert train(settings, run, steps.append, evals.append) == 3
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3] and [m.weights_version for m in metrics] == [1, 2, 3]
@@ -50,7 +50,7 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     shutil.rmtree(run.root / "checkpoints" / "step_000003")
     before = [json.loads(line)["loss"] for line in run.path("metrics.jsonl").read_text().splitlines()]
     again: list[StepMetrics] = []
-    train(settings, run, config, again.append, evals.append)
+    train(settings, run, again.append, evals.append)
     assert [m.step for m in again] == [3]
     resumed = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in resumed] == [1, 2, 3]  # nothing repeated, nothing skipped
@@ -69,7 +69,7 @@ def test_train_overlapped_then_resume(ray_session, tmp_path):
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     evals: list[EvalRecord] = []
-    assert train(settings, run, config, lambda m: None, evals.append) == 4
+    assert train(settings, run, lambda m: None, evals.append) == 4
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3, 4] and [m.weights_version for m in metrics] == [1, 2, 3, 4]
@@ -104,7 +104,7 @@ def test_train_overlapped_then_resume(ray_session, tmp_path):
     # played again, on the only weights there are (version 2), then trained once each.
     shutil.rmtree(run.root / "checkpoints" / "step_000004")
     again: list[StepMetrics] = []
-    train(settings, run, config, again.append, evals.append)
+    train(settings, run, again.append, evals.append)
     assert [m.step for m in again] == [3, 4]
     resumed = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in resumed] == [1, 2, 3, 4] and [m.weights_version for m in resumed] == [1, 2, 3, 4]

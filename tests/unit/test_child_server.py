@@ -84,3 +84,24 @@ def test_gateway_and_retrieval_server_commands() -> None:
     assert retrieval.log_path.parent.name.startswith("turnopd-retrieval-")
     retrieval.stop()
     assert not retrieval.log_path.parent.exists()
+
+
+def test_a_runs_gateway_reads_its_settings_from_a_file_and_its_token_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    from pydantic import SecretStr
+
+    from services.env_gateway.local_server import LocalGateway
+    from services.settings.env_gateway import EnvGatewaySettings
+    from services.settings.per_service import EnvGatewayServiceSettings
+
+    settings = EnvGatewayServiceSettings(
+        env_gateway=EnvGatewaySettings(workers=3), service_token=SecretStr("s3cret")
+    )
+    gateway = LocalGateway(settings=settings, port=4321, log_path=tmp_path / "env_gateway.2.log")
+    assert gateway.settings_path == tmp_path / "env_gateway.2.settings.json"
+    assert gateway.command()[-2:] == ["--settings", str(tmp_path / "env_gateway.2.settings.json")]
+    assert "s3cret" not in " ".join(gateway.command())
+    assert gateway.environment()["TURNOPD_SERVICE_TOKEN"] == "s3cret"
+    with pytest.raises(ValueError, match="not both"):
+        LocalGateway(Path("g.toml"), settings=settings)

@@ -1,8 +1,15 @@
-"""`turnopd train`'s progress line: the run's depth and blend, or each task source's."""
+"""`turnopd train`: the progress line (the run's depth and blend, or each task source's), and the
+settings a resumed run gives its services."""
+
+from pathlib import Path
 
 from comparison_logs import source_part, step_metrics
 
-from services.cli.train_cmd import depth_text
+from services.cli.train_cmd import depth_text, resumed_settings
+from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
+from services.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_a_single_source_run_shows_its_controllers_depth_and_blend():
@@ -17,3 +24,23 @@ def test_a_multi_environment_run_shows_each_sources_own():
     assert depth_text(step) == (
         "alfworld(probe): H_roll=12 H_hat=12 alpha=0.25 search: H_roll=4 H_hat=4 alpha=0.50"
     )
+
+
+def test_a_resumed_multi_environment_run_gives_every_service_its_saved_settings(tmp_path, monkeypatch):
+    """configs/multi_env.toml, saved and resumed: each service's settings object is the original's,
+    the env gateway's (search max_turns 10, bm25, top 3; the shop's goals) and the token included."""
+    monkeypatch.setenv("TURNOPD_SERVICE_TOKEN", "s3cret")
+    original = load_settings(REPO / "configs" / "multi_env.toml", {"run": {"run_dir": tmp_path / "run"}})
+    run = RunDir(original.run.run_dir)
+    run.create(original.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    assert "s3cret" not in run.path(CONFIG_FILE).read_text()
+
+    resumed = resumed_settings(run)
+    assert resumed.for_env_gateway() == original.for_env_gateway()
+    assert resumed.for_env_gateway().env_gateway.search.max_turns == 10
+    assert resumed.for_env_gateway().service_token.get_secret_value() == "s3cret"
+    assert resumed.for_controllers() == original.for_controllers()
+    assert resumed.for_teachers() == original.for_teachers()
+    assert resumed.for_rollout_worker() == original.for_rollout_worker()
+    assert resumed.for_learner() == original.for_learner()
+    assert resumed.for_redis() == original.for_redis()

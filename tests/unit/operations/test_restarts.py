@@ -43,7 +43,7 @@ class FakePool:
 
 def services_with(pool: FakePool) -> Services:
     """The run's services, not started: a fake pool, an external gateway and Redis."""
-    ctx = RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r", config_file=None)
+    ctx = RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r")
     services = Services.of(ctx)
     services.pool.pool = pool  # type: ignore[assignment]
     services.env_gateway.url = "http://x"
@@ -170,7 +170,7 @@ def test_only_pools_scale():
 
 def test_services_start_in_dependency_order_and_an_unstarted_one_stops_safely():
     services = Services.of(
-        RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r", config_file=None)
+        RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r")
     )
     kinds = [service.kind for service in services.in_start_order()]
     assert kinds == ["redis", "controller", "env-gateway", "teacher", "rollout-worker", "learner"]
