@@ -1,8 +1,16 @@
 """Generation with a ``transformers`` causal LM (CPU or GPU): one batched decode loop with a KV cache.
 
-Prompts of different lengths are left-padded into one batch and prefilled in one forward pass;
-then one token per live request per step, reusing the KV cache. Requests that stop are dropped
-from the batch (and from the cache), so a long straggler does not drag finished rows along.
+Two paths behind one interface, the same sampling and log-probs:
+
+* **KV slots** (Qwen3, fp32, CPU: every zoo and shipped model): each sequence owns a persistent
+  slot (``kv_slots.SlotPool``) that a functional forward (``qwen3_decode.Qwen3Decoder``) writes in
+  place; a turn prefills only what its slot does not hold yet. Decode at batch 4 is bound by memory
+  bandwidth, and this path moves little more than the weights and each row's keys and values.
+* **Hugging Face forward** (any other model): prompts are left-padded into one batch and prefilled
+  in one pass into a ``DynamicCache``; prefixes are reused across calls through ``PrefixKVStore``.
+
+Either way, one token per live request per step; requests that stop are dropped from the batch,
+so a long straggler does not drag finished rows along.
 
 Own loop rather than ``model.generate``: it samples from exactly ``softmax(logits / T)`` with a
 private ``torch.Generator`` (no global RNG state, no default top-k from a generation config) and
@@ -23,12 +31,15 @@ from services.rollout_worker.engines.base import (
     next_version,
     validate_prompts,
 )
+from services.rollout_worker.engines.kv_slots import SlotPool
 from services.rollout_worker.engines.prefix_cache import (
     CachedPrefix,
     PrefixKVStore,
     layer_states,
     stack_prefixes,
 )
+from services.rollout_worker.engines.qwen3_decode import Qwen3Decoder, unsupported_reason
+from services.rollout_worker.engines.sampler import sample_tokens
 from services.rollout_worker.engines.weights_file import check_weights_fit, shapes_of
 
 if TYPE_CHECKING:
@@ -45,22 +56,6 @@ def _eos_ids(model: "PreTrainedModel") -> list[int]:
     return [int(e) for e in eos] if isinstance(eos, list | tuple) else [int(eos)]
 
 
-def sample_tokens(
-    logits_B_V: "torch.Tensor", temperature: float, generator: "torch.Generator"
-) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Sample one token per row from ``softmax(logits / T)``; return (ids_B, logprobs_B) under it."""
-    import torch
-
-    logits_B_V = logits_B_V.float()
-    if temperature == 0.0:
-        logprobs_B_V = torch.log_softmax(logits_B_V, dim=-1)
-        ids_B = logprobs_B_V.argmax(dim=-1)
-    else:
-        logprobs_B_V = torch.log_softmax(logits_B_V / temperature, dim=-1)
-        ids_B = torch.multinomial(logprobs_B_V.exp(), num_samples=1, generator=generator).squeeze(-1)
-    return ids_B, logprobs_B_V.gather(-1, ids_B[:, None]).squeeze(-1)
-
-
 class TransformersEngine(GenerationEngine):
     """A ``GenerationEngine`` over an in-process ``transformers`` model."""
 
@@ -73,13 +68,22 @@ class TransformersEngine(GenerationEngine):
         pad_token_id: int,
         seed: int = 0,
         prefix_cache_bytes: int = 0,
+        kv_slots: bool = True,
     ) -> None:
+        """``prefix_cache_bytes``: memory for states kept across calls (0: none); ``kv_slots=False``
+        forces the Hugging Face path on a model the KV-slot path could run (benches compare them)."""
         super().__init__(stop_token_ids)
         self.model = model.eval()
         self._pad = int(pad_token_id)
         self._seed = seed
         self._calls = 0
-        self._prefix = PrefixKVStore(prefix_cache_bytes) if prefix_cache_bytes > 0 else None
+        self.unsupported = unsupported_reason(self.model) if kv_slots else "kv_slots=False"
+        self._decoder = Qwen3Decoder(self.model) if self.unsupported is None else None
+        self._slots = (
+            SlotPool(self._decoder.slot_shape, prefix_cache_bytes) if self._decoder is not None else None
+        )
+        use_store = prefix_cache_bytes > 0 and self._decoder is None
+        self._prefix = PrefixKVStore(prefix_cache_bytes) if use_store else None
         self.prefilled_tokens = 0  # prompt tokens run through the model so far (cache hits excluded)
 
     @classmethod
@@ -120,9 +124,21 @@ class TransformersEngine(GenerationEngine):
         tied = {"lm_head.weight"} if self.model.config.tie_word_embeddings else set()
         check_weights_fit(shapes_of(state_dict), shapes_of(self.model.state_dict()), tied)
         self.model.load_state_dict(dict(state_dict), strict=False)
-        if self._prefix is not None:
-            self._prefix.clear()  # states computed with the old weights
+        self._forget_states()
         self._version = new_version
+
+    @property
+    def slots(self) -> SlotPool | None:
+        """The KV slots (None on the Hugging Face path)."""
+        return self._slots
+
+    def _forget_states(self) -> None:
+        """Drop every state computed with the old weights (and re-read the weights on the slot path)."""
+        if self._prefix is not None:
+            self._prefix.clear()
+        if self._decoder is not None and self._slots is not None:
+            self._decoder.refresh()
+            self._slots.clear()
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
         import torch
@@ -133,7 +149,47 @@ class TransformersEngine(GenerationEngine):
         device = self.model.device
         generator = torch.Generator(device=device).manual_seed(seed)
         with torch.inference_mode():
-            return self._decode(prompts, params, generator, device)
+            if self._decoder is None:
+                return self._decode(prompts, params, generator, device)
+            if self._decoder.stale():  # the module's weights changed in place, not through load_weights
+                self._forget_states()
+            return self._decode_slots(prompts, params, generator)
+
+    def _decode_slots(
+        self, prompts: Sequence[Sequence[int]], params: GenerationParams, generator: "torch.Generator"
+    ) -> list[Generation]:
+        """The KV-slot path: prefill what each prompt's slot lacks, then decode into the slots."""
+        assert self._decoder is not None and self._slots is not None
+        claims = self._slots.claim(prompts, params.max_new_tokens)
+        logits_B_V = self._decoder.prefill(claims, prompts)
+        self.prefilled_tokens += sum(len(p) - c.reused for p, c in zip(prompts, claims, strict=True))
+        tokens: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        finish: list[FinishReason] = ["length"] * len(prompts)
+        live = list(range(len(prompts)))  # request index of each row still in the batch
+        for step in range(params.max_new_tokens):
+            ids_B, logp_B = sample_tokens(logits_B_V, params.temperature, generator)
+            last_step = step == params.max_new_tokens - 1
+            keep = []
+            for row, (request, token, logp) in enumerate(
+                zip(live, ids_B.tolist(), logp_B.tolist(), strict=True)
+            ):
+                tokens[request].append(token)
+                logprobs[request].append(logp)
+                if token in self._stop:
+                    finish[request] = "stop"
+                elif not last_step:
+                    keep.append(row)
+            if not keep:
+                break
+            if len(keep) < len(live):
+                ids_B, live = ids_B[keep], [live[row] for row in keep]
+            positions = [len(prompts[r]) + len(tokens[r]) - 1 for r in live]
+            logits_B_V = self._decoder.decode([claims[r].slot for r in live], ids_B, positions)
+        for claim, prompt, sampled in zip(claims, prompts, tokens, strict=True):
+            claim.slot.tokens[:] = [*prompt, *sampled[:-1]]  # the last sampled token was never fed
+        self._slots.settle(claims)
+        return [Generation(t, lp, f) for t, lp, f in zip(tokens, logprobs, finish, strict=True)]
 
     def _decode(
         self,
