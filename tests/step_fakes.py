@@ -142,6 +142,10 @@ class MemoryStore(StateStore):
         self.saved = self.saved[: state.depth.step]
         self.stats = {k: v for k, v in self.stats.items() if k <= state.depth.step}
 
+    def restore(self, state, decisions, seen):
+        assert self.state == seen
+        self.state, self.saved = state, list(decisions)
+
     def decisions(self):
         self.reads += 1
         return list(self.saved)

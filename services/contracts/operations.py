@@ -161,3 +161,9 @@ class ControllerHealth(Contract):
     redis_ok: bool = Field(description="Redis answered PING just now.")
     redis_error: str = Field("", description="Why Redis did not answer.")
     pid: int = Field(ge=1)
+    rebuilt_steps: NonNegInt = Field(
+        0,
+        description="Steps the controllers put back into Redis from the run's records since this actor "
+        "started (Redis had lost them).",
+    )
+    rebuilt: str = Field("", description="The last such rebuild, in words (empty: none).")

@@ -11,10 +11,15 @@ append-only file): commands reconnect with backoff, and a transaction cut by a l
 run again; if its EXEC had landed before the connection broke, the stored state already equals
 the new one and the retry writes nothing (a step is never recorded twice). Another writer of the
 same step is still refused.
+
+A Redis that came back without its last writes (``appendfsync everysec``) holds an older state than
+the writer's: ``save`` refuses it with ``StoreBehindError``, and the controller puts back what was
+lost (``restore``; ``services.controller.recovery`` rebuilds it from the run's own records).
 """
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Literal
 
 import redis
@@ -30,6 +35,10 @@ _SAVE_ATTEMPTS = 8
 _SAVE_BACKOFF_S = 0.25
 
 
+class StoreBehindError(ConflictError):
+    """The store holds an older state than the one a step follows: it lost its last writes."""
+
+
 class StateStore(ABC):
     @abstractmethod
     def load(self) -> ControllerState | None:
@@ -42,6 +51,13 @@ class StateStore(ABC):
     @abstractmethod
     def rewind(self, state: ControllerState) -> None:
         """Make ``state`` current and forget every decision and probe after its step."""
+
+    @abstractmethod
+    def restore(
+        self, state: ControllerState, decisions: Sequence[StepDecision], seen: ControllerState | None
+    ) -> None:
+        """Put back what the store lost: ``state`` and the ``decisions`` of steps 1..its step, in one
+        write; ConflictError if the stored state is no longer ``seen`` (another writer came first)."""
 
     @abstractmethod
     def decisions(self) -> list[StepDecision]:
@@ -104,9 +120,15 @@ class RedisStateStore(StateStore):
             if retry and stored == state:
                 return  # this call's earlier attempt landed before its reply was lost
             expected = state.depth.step - (1 if decision is not None else 0)
-            if stored is not None and stored.depth.step != expected:
+            held = stored.depth.step if stored is not None else 0
+            if held < expected:
+                raise StoreBehindError(
+                    f"stored controller state is at step {held}, behind step {expected} that step "
+                    f"{state.depth.step} follows: Redis lost its last writes"
+                )
+            if held != expected:
                 raise ConflictError(
-                    f"stored controller state is at step {stored.depth.step}, cannot write step {state.depth.step}"
+                    f"stored controller state is at step {held}, cannot write step {state.depth.step}"
                 )
             pipe.multi()
             pipe.set(state_key, state.model_dump_json())
@@ -129,6 +151,25 @@ class RedisStateStore(StateStore):
                 if int(step) > keep:
                     pipe.hdel(self._key("probes"), step)
             pipe.execute()
+
+    def restore(
+        self, state: ControllerState, decisions: Sequence[StepDecision], seen: ControllerState | None
+    ) -> None:
+        state_key, decisions_key = self._key("state"), self._key("decisions")
+        try:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.watch(state_key)
+                raw = pipe.get(state_key)
+                if (None if raw is None else ControllerState.model_validate_json(raw)) != seen:
+                    raise ConflictError("the stored controller state changed while it was being rebuilt")
+                pipe.multi()
+                pipe.set(state_key, state.model_dump_json())
+                pipe.delete(decisions_key)
+                if decisions:
+                    pipe.rpush(decisions_key, *(d.model_dump_json() for d in decisions))
+                pipe.execute()
+        except redis.exceptions.WatchError:
+            raise ConflictError("the stored controller state changed while it was being rebuilt") from None
 
     def decisions(self) -> list[StepDecision]:
         return [

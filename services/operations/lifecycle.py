@@ -34,7 +34,7 @@ from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, teacher_app
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
 from services.rollout_worker.pool import RolloutPool
-from services.run_dir import RunDir
+from services.run_dir import DECISIONS_FILE, RunDir
 from services.settings.per_service import (
     ControllersSettings,
     EnvGatewayServiceSettings,
@@ -227,7 +227,8 @@ class ControllerOps(ManagedService[ControllersSettings]):
         return run.for_controllers()
 
     def _actor(self) -> Any:
-        return start_controller(self.ctx.settings, self.ctx.run_id, self.redis.url)
+        decision_log = self.ctx.run.path(DECISIONS_FILE).resolve()  # what Redis loses is rebuilt from it
+        return start_controller(self.ctx.settings, self.ctx.run_id, self.redis.url, decision_log)
 
     def start(self) -> None:
         self.client = ControllerClient(self._actor())

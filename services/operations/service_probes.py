@@ -43,8 +43,15 @@ def probe_controller(
     answer, why = _actor_call(ACTOR_NAME, "health", timeout_s)
     if not isinstance(answer, ControllerHealth):
         return _unreachable(service, why), None
-    detail = f"pid {answer.pid}, state at step {answer.step}, H_bar {answer.h_bar:.2f}"
-    return service.model_copy(update={"health": "ok", "detail": detail}), answer
+    return service.model_copy(update={"health": "ok", "detail": controller_detail(answer)}), answer
+
+
+def controller_detail(health: ControllerHealth) -> str:
+    """The controller's row of `turnopd status`: its process, state, and what it rebuilt of what Redis lost."""
+    detail = f"pid {health.pid}, state at step {health.step}, H_bar {health.h_bar:.2f}"
+    if health.rebuilt_steps:
+        detail += f", {health.rebuilt_steps} step(s) Redis lost rebuilt from controller.jsonl"
+    return detail
 
 
 def probe_worker(service: ServiceStatus, timeout_s: float) -> ServiceStatus:

@@ -28,6 +28,7 @@ from services.controller.depth import plan_basis_step
 from services.diagnostics.step_stats import step_stats
 from services.errors import TurnOPDError
 from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
+from services.operations.controller_rebuilds import RebuildNotices
 from services.operations.live_status import LiveRun
 from services.operations.restart_loop import RestartLoop
 from services.operations.restarts import ServiceRestarts
@@ -316,6 +317,8 @@ def train(
         on_phase("starting the services")
         stack = start_stack(settings, run, exits)
         start = _resume(stack, run)
+        rebuilds = RebuildNotices(stack.controller)  # what the controller rebuilt of what Redis lost
+        rebuilds.check()
         restarts = ServiceRestarts(stack.services)
         live = LiveRun(stack, restarts, control, start)
         ops = RestartLoop(live, restarts).start()
@@ -337,6 +340,7 @@ def train(
                 stack.pool.stats, len(stack.pool.live_workers), stack.services.teacher_replicas
             )
             live.step_done(out.metrics)
+            rebuilds.check()
             on_step(out.metrics)
 
         def evaluated(step: int, cumulative_s: float) -> list[EvalRecord]:

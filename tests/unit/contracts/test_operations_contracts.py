@@ -52,7 +52,15 @@ EXAMPLES = [
     RESULT,
     STATUS,
     WorkerHealth(name="rollout-worker-0", pid=42, weights_version=3, playing=True),
-    ControllerHealth(step=3, h_bar=3.2, redis_ok=False, redis_error="ConnectionError", pid=7),
+    ControllerHealth(
+        step=3,
+        h_bar=3.2,
+        redis_ok=False,
+        redis_error="ConnectionError",
+        pid=7,
+        rebuilt_steps=2,
+        rebuilt="Redis had lost the controller's steps 2..3 (it held step 1)",
+    ),
 ]
 
 
