@@ -226,14 +226,17 @@ class Qwen3Decoder:
         return out[0].transpose(0, 1).reshape(count, -1)
 
     def _causal_mask(self, span: _Span) -> "torch.Tensor | None":
-        """Query t (at position start + t) sees positions ``<= start + t``; None where SDPA's own causal
-        mask (no prefix) or no mask (one query) says the same."""
+        """Query t (at position start + t) sees positions ``<= start + t``: an additive mask (0 or -inf),
+        built once per call and shared by every layer (SDPA converts a boolean one on every call: 1 of
+        the 5 ms an 84-token prefill over 3k positions took). None where SDPA's own causal mask (no
+        prefix) or no mask (one query) says the same."""
         import torch
 
         if span.count == 1 or span.start == 0:
             return None
         query_P = torch.arange(span.start, span.start + span.count)[:, None]
-        return torch.arange(span.start + span.count)[None] <= query_P
+        hidden = torch.arange(span.start + span.count)[None] > query_P
+        return torch.zeros(hidden.shape, dtype=self._embed.dtype).masked_fill_(hidden, float("-inf"))
 
 
 _FEW_ROWS = 16
