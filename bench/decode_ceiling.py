@@ -11,16 +11,20 @@ torch thread; temperature 1; the shipped student. Three ways of generating the s
 * ``hf loop``: a plain loop over the model carrying one ``DynamicCache`` across turns, sampling
   with ``torch.multinomial``.
 
-Each turn's time includes prefilling its observations; ``ms/step`` is a turn's time over its 64
-steps. The ceiling of one decode step is (weight bytes + the batch's KV bytes at its context) /
-this machine's one-thread copy bandwidth (bytes copied per second, measured here beyond the L3
-cache); the read bandwidth is printed too, as a stricter bound. The machine is shared: compare
-the columns of one run, and run it twice for the spread.
+A decode step is timed from one sampled batch to the next (the forward of one token per row, the
+sampling and the loop's bookkeeping); per turn the median of its 63 steps is kept, and of the
+repeats the least disturbed (other processes' load on this shared machine comes in bursts that can
+outlast a turn); the three are interleaved turn by turn, and each repeat's own ratios are printed.
+A turn's whole time (its prefill included) gives the all-in tokens/s. The ceiling of one decode
+step is (weight bytes + the batch's KV bytes at its context) / this machine's one-thread copy
+bandwidth (bytes copied per second over 256 MB, measured between turns: it moves with the load);
+the read bandwidth is printed too, a stricter bound. Run it twice for the spread.
 
     PYTHONPATH=$PWD python bench/decode_ceiling.py [--model student-novel-cut3] [--turns 20] [--repeats 2]
 """
 
 import argparse
+import itertools
 import random
 import statistics
 import time
@@ -34,7 +38,37 @@ from services.rollout_worker.engines.base import GenerationParams
 from services.rollout_worker.engines.transformers_engine import TransformersEngine
 
 EPISODES, FIRST, RESPONSE, OBSERVATION = 4, 310, 64, 83
+ENGINES = ("old", "new", "hf loop")
 Play = Callable[[int], Iterator[float]]  # seed -> the seconds of each turn, as it is played
+
+
+class Ticks:
+    """When each batch of tokens was sampled, per turn: the intervals are the decode steps."""
+
+    def __init__(self) -> None:
+        self.now: list[float] = []
+        self.turns: list[list[float]] = []
+
+    def tick(self) -> None:
+        self.now.append(time.perf_counter())
+
+    def end_turn(self) -> None:
+        self.turns.append(self.now)
+        self.now = []
+
+    def step_seconds(self, turn: int) -> float:
+        """The median decode step of ``turn``."""
+        stamps = self.turns[turn]
+        return statistics.median(b - a for a, b in itertools.pairwise(stamps))
+
+
+def ticking(sampler: Callable, ticks: Ticks) -> Callable:  # type: ignore[type-arg]
+    def sample(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = sampler(*args, **kwargs)
+        ticks.tick()
+        return out
+
+    return sample
 
 
 def multinomial_sample(logits_B_V, temperature, generator):  # type: ignore[no-untyped-def]
@@ -67,7 +101,7 @@ def engine_play(engine: TransformersEngine, turns: int) -> Play:
     return play
 
 
-def hf_loop_play(model, turns: int) -> Play:  # type: ignore[no-untyped-def]
+def hf_loop_play(model, turns: int, ticks: Ticks) -> Play:  # type: ignore[no-untyped-def]
     """Lockstep rows of equal length: no padding or mask; one cache for the whole episode."""
     from transformers import DynamicCache
 
@@ -84,6 +118,7 @@ def hf_loop_play(model, turns: int) -> Play:  # type: ignore[no-untyped-def]
                     fed += pending.shape[1]
                     probs = torch.softmax(logits[:, -1].float(), dim=-1)
                     pending = torch.multinomial(probs, 1, generator=generator)
+                    ticks.tick()
             yield time.perf_counter() - start
             pending = torch.cat([pending, torch.tensor([o[turn + 1] for o in obs])], dim=1)
 
@@ -105,29 +140,6 @@ def bandwidths() -> tuple[float, float]:
     return nbytes / min(copy), nbytes / min(read)
 
 
-class StepClock:
-    """Times an engine's decode steps alone (prefill and sampling excluded), per turn."""
-
-    def __init__(self, engine: TransformersEngine) -> None:
-        decoder = engine._decoder
-        assert decoder is not None
-        self.seconds = 0.0
-        step = decoder.decode
-
-        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
-            start = time.perf_counter()
-            try:
-                return step(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - start
-
-        decoder.decode = timed  # type: ignore[method-assign]
-
-    def lap(self) -> float:
-        seconds, self.seconds = self.seconds, 0.0
-        return seconds
-
-
 def step_bytes(model, contexts: list[int]) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """(weight bytes, KV bytes) one decode step reads: every weight but the embedding rows (a tied
     LM head is read once, as the head), and every row's keys and values over its context."""
@@ -141,26 +153,13 @@ def step_bytes(model, contexts: list[int]) -> tuple[int, int]:  # type: ignore[n
     return weights, per_token * sum(contexts)
 
 
-def with_sampler(turns: Iterator[float], sampler: Callable, restore: Callable) -> Iterator[float]:  # type: ignore[type-arg]
-    """Each turn of ``turns`` runs with the engine module's ``sample_tokens`` swapped for ``sampler``."""
-    while True:
-        transformers_engine.sample_tokens = sampler
-        try:
-            seconds = next(turns, None)
-        finally:
-            transformers_engine.sample_tokens = restore
-        if seconds is None:
-            return
-        yield seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="student-novel-cut3")
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
     model = load_causal_lm(args.model)
@@ -168,83 +167,96 @@ def main() -> None:
     old = TransformersEngine(model, never, 0, prefix_cache_bytes=256 << 20, kv_slots=False)
     new = TransformersEngine(model, never, 0, prefix_cache_bytes=256 << 20)
     assert new.unsupported is None, new.unsupported
-    plays: dict[str, Play] = {
-        "old": engine_play(old, args.turns),
-        "new": engine_play(new, args.turns),
-        "hf loop": hf_loop_play(model, args.turns),
-    }
-    clock = StepClock(new)
-    runs: dict[str, list[list[float]]] = {name: [] for name in [*plays, "new steps"]}
+    inverse_cdf = transformers_engine.sample_tokens
+    steps: dict[str, list[list[float]]] = {name: [] for name in ENGINES}
+    totals: dict[str, list[float]] = {name: [] for name in ENGINES}
     measured: list[tuple[float, float]] = []
     for repeat in range(-1, args.repeats):  # -1: a warm-up (allocations, first calls), not counted
+        ticks = {name: Ticks() for name in ENGINES}
         # Interleaved turn by turn, so that load from other processes on this machine hits all alike;
-        # the bandwidth is measured between turns too: it moves with that load.
-        turns = {name: play(repeat) for name, play in plays.items()}
-        turns["old"] = with_sampler(turns["old"], multinomial_sample, transformers_engine.sample_tokens)
-        played: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(args.turns):
-            clock.lap()
+        # each engine's turns run with its own sampler (the module's name is swapped).
+        turns = {
+            "old": with_sampler(
+                engine_play(old, args.turns)(repeat), ticking(multinomial_sample, ticks["old"])
+            ),
+            "new": with_sampler(engine_play(new, args.turns)(repeat), ticking(inverse_cdf, ticks["new"])),
+            "hf loop": hf_loop_play(model, args.turns, ticks["hf loop"])(repeat),
+        }
+        seconds = dict.fromkeys(ENGINES, 0.0)
+        for _ in range(args.turns if repeat >= 0 else 2):
             for name, turn in turns.items():
-                played[name].append(next(turn))
-            played["new steps"].append(clock.lap())
+                seconds[name] += next(turn)
+                ticks[name].end_turn()
             measured.append(bandwidths())
+        transformers_engine.sample_tokens = inverse_cdf
         if repeat >= 0:
-            for name in runs:
-                runs[name].append(played[name])
+            for name in ENGINES:
+                steps[name].append([ticks[name].step_seconds(t) for t in range(args.turns)])
+                totals[name].append(seconds[name])
     copy_bw, read_bw = (statistics.median(m[i] for m in measured) for i in (0, 1))
-    report(args.model, args.turns, model, runs, copy_bw, read_bw)
+    report(args.model, args.turns, model, steps, totals, copy_bw, read_bw)
 
 
-def report(
-    name: str, turns: int, model, runs: dict[str, list[list[float]]], copy_bw: float, read_bw: float
-) -> None:  # type: ignore[no-untyped-def]
+def with_sampler(turns: Iterator[float], sampler: Callable) -> Iterator[float]:  # type: ignore[type-arg]
+    """``turns``, each run with the engine module's ``sample_tokens`` set to ``sampler``."""
+    while True:
+        transformers_engine.sample_tokens = sampler
+        seconds = next(turns, None)
+        if seconds is None:
+            return
+        yield seconds
+
+
+def report(  # type: ignore[no-untyped-def]
+    name: str,
+    turns: int,
+    model,
+    steps: dict[str, list[list[float]]],
+    totals: dict[str, list[float]],
+    copy_bw: float,
+    read_bw: float,
+) -> None:
     contexts = [FIRST + t * (RESPONSE + OBSERVATION) + RESPONSE // 2 for t in range(turns)]  # mid-turn
     ceilings = [sum(step_bytes(model, [length] * EPISODES)) / copy_bw for length in contexts]
     weights, _ = step_bytes(model, [0])
-    engines = ["old", "new", "hf loop"]
     print(
         f"model {name}: {EPISODES} episodes x {turns} turns, first prompt {FIRST}, then {RESPONSE} + {OBSERVATION}"
     )
     print(f"tokens a turn; 1 torch thread; weights read per decode step {weights / 1e6:.1f} MB")
     print(
-        f"one-thread bandwidth (median over the run): copy {copy_bw / 1e9:.1f} GB/s, read {read_bw / 1e9:.1f} GB/s"
-    )
-    print("\nms per decode step, fastest of the repeats: a turn's time / 64 (its prefill included), and")
-    print(
-        "'steps': the new engine's decode steps alone, against the ceiling (weights + KV bytes / copy bandwidth)"
+        f"one-thread bandwidth (median between turns): copy {copy_bw / 1e9:.1f} GB/s, read {read_bw / 1e9:.1f} GB/s"
     )
     print(
-        f"{'turn':>4} {'L':>5} | " + "".join(f"{n:>9}" for n in engines) + " |   steps  ceiling  of ceiling"
+        "\nms per decode step (median step of the turn, the least disturbed of the repeats) and the ceiling"
     )
-    fastest = {n: [min(r[t] for r in rs) / RESPONSE for t in range(turns)] for n, rs in runs.items()}
+    print(f"{'turn':>4} {'L':>5} | " + "".join(f"{n:>9}" for n in ENGINES) + " | ceiling  new of it")
+    per_turn = {n: [min(r[t] for r in rs) for t in range(turns)] for n, rs in steps.items()}
     for t in sorted({0, turns // 4, turns // 2, 3 * turns // 4, turns - 1}):
-        row = "".join(f"{fastest[n][t] * 1e3:9.2f}" for n in engines)
-        step = fastest["new steps"][t]
+        row = "".join(f"{per_turn[n][t] * 1e3:9.2f}" for n in ENGINES)
         print(
-            f"{t + 1:4d} {contexts[t]:5d} | {row} | {step * 1e3:7.2f} {ceilings[t] * 1e3:8.2f}  {ceilings[t] / step:10.0%}"
+            f"{t + 1:4d} {contexts[t]:5d} | {row} | {ceilings[t] * 1e3:7.2f}  {ceilings[t] / per_turn['new'][t]:8.0%}"
         )
-    steps, tokens = RESPONSE * turns, EPISODES * RESPONSE * turns
-    print("\nwhole run, all in (prefill and sampling included), per repeat; ratios within each repeat:")
-    for i in range(len(runs["new"])):
-        total = {n: sum(runs[n][i]) for n in engines}
-        cells = "  ".join(
-            f"{n} {total[n] / steps * 1e3:5.2f} ms/step {tokens / total[n]:4.0f} tok/s" for n in engines
-        )
-        print(
-            f"  {i + 1}: {cells}  | new/old {total['old'] / total['new']:.2f}x, new/hf loop {total['hf loop'] / total['new']:.2f}x"
-        )
-    best = {n: sum(f) * RESPONSE for n, f in fastest.items()}
+    mean = {n: statistics.fmean(per_turn[n]) for n in ENGINES}
+    print("\nover the run (mean of the turns' step times):")
     print(
-        f"  fastest turns: new {tokens / best['new']:.0f} tok/s, new/old {best['old'] / best['new']:.2f}x, "
-        f"new/hf loop {best['hf loop'] / best['new']:.2f}x"
+        "  " + "  ".join(f"{n} {mean[n] * 1e3:.2f} ms/step = {EPISODES / mean[n]:.0f} tok/s" for n in ENGINES)
     )
-    ceiling_s = sum(ceilings) * RESPONSE
     print(
-        f"ceiling {ceiling_s / steps * 1e3:.2f} ms/step at the copy bandwidth; the new engine's decode steps "
-        f"{best['new steps'] / steps * 1e3:.2f} ms: {ceiling_s / best['new steps']:.0%} of it "
-        f"({ceiling_s * copy_bw / read_bw / best['new steps']:.0%} of the read-bandwidth one); all in "
-        f"{best['new'] / steps * 1e3:.2f} ms: {ceiling_s / best['new']:.0%}"
+        f"  new/old {mean['old'] / mean['new']:.2f}x, new/hf loop {mean['hf loop'] / mean['new']:.2f}x; per repeat: "
+        + ", ".join(
+            f"{statistics.fmean(o) / statistics.fmean(w):.2f}x / {statistics.fmean(h) / statistics.fmean(w):.2f}x"
+            for o, w, h in zip(steps["old"], steps["new"], steps["hf loop"], strict=True)
+        )
     )
+    ceiling = statistics.fmean(ceilings)
+    print(
+        f"  ceiling {ceiling * 1e3:.2f} ms/step at the copy bandwidth: new at {ceiling / mean['new']:.0%} of it "
+        f"({ceiling * copy_bw / read_bw / mean['new']:.0%} of the read-bandwidth one)"
+    )
+    tokens = EPISODES * RESPONSE * turns
+    print("all in (whole turns: prefill, sampling, loop), tokens/s per repeat:")
+    for n in ENGINES:
+        print(f"  {n:8s} " + "  ".join(f"{tokens / s:5.0f}" for s in totals[n]))
 
 
 if __name__ == "__main__":
