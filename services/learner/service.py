@@ -7,6 +7,7 @@ result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the 
 
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,18 @@ class Learner:
         self.outbox = Queue(actor_options=on_driver_node())
         self._error: BaseException | None = None
         self._closed = False
+        self._thread: threading.Thread | None = None
+        try:
+            self.resumed_step = self._start(settings, run_dir, model_dir)
+        except BaseException:
+            # a learner that never started leaves no thread or queue actors behind (a failed restart
+            # is tried again; each try would leak its own)
+            with suppress(Exception):  # the start's own error is the one to report
+                self.close()
+            raise
+
+    def _start(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> int:
+        """Start the trainer's thread; the step its ranks resumed at."""
         trainer = TorchTrainer(
             train_loop,
             train_loop_config={
@@ -130,12 +143,13 @@ class Learner:
                     resumed.append(step)
                 case other:
                     raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
-        self.resumed_step = resumed[0]
+        return resumed[0]
 
     @property
     def alive(self) -> bool:
         """The trainer is running and has not failed."""
-        return self._thread.is_alive() and self._error is None and not self._closed
+        thread = self._thread
+        return thread is not None and thread.is_alive() and self._error is None and not self._closed
 
     def _fit(self, trainer: TorchTrainer) -> None:
         try:
@@ -155,7 +169,7 @@ class Learner:
                 return message
             except Empty:
                 waited += 5.0
-                if self._error is not None or not self._thread.is_alive():
+                if self._error is not None or self._thread is None or not self._thread.is_alive():
                     raise LearnerError(f"learner workers stopped: {self._error!r}") from self._error
                 if waited >= self.settings.learner.step_timeout_s:
                     raise LearnerError(f"no answer from the learner in {waited:.0f} s ({what})") from None
@@ -188,9 +202,10 @@ class Learner:
         if self._closed:
             return
         self._closed = True
-        for inbox in self.inboxes:
-            inbox.put(LearnerStop())
-        self._thread.join(timeout=120)
+        if self._thread is not None:
+            for inbox in self.inboxes:
+                inbox.put(LearnerStop())
+            self._thread.join(timeout=120)
         for q in [*self.inboxes, self.outbox]:
             q.shutdown()
         if ray.is_initialized() and self._error is not None:

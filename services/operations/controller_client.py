@@ -1,10 +1,17 @@
 """The driver's calls to the `controller` actor, carried across a crash or a replacement of the actor.
 
-Ray restarts a crashed controller itself (``max_restarts=-1``) and retries the call; `turnopd
-restart controller` instead kills the actor for good and registers a fresh one under the same
-name. A call that dies with the old actor is sent again to whichever actor holds the name next.
-Sending again is safe: ``plan`` is a pure function of the persisted state, and ``ingest`` of a
-step the state already holds returns the stored decision (``schedule.complete``).
+Ray restarts a crashed controller itself (``max_restarts=-1``) under the same handle and retries
+nothing; `turnopd restart controller` instead kills the actor for good and its owner
+(``ControllerOps``) creates a fresh one under the same name and hands it to ``replace``. A call that
+dies with the old actor is sent again to whichever comes first: the same handle answering again
+(Ray's restart) or the handle the owner installed. Sending again is safe: ``plan`` is a pure
+function of the persisted state, and ``ingest`` of a step the state already holds returns the
+stored decision (``schedule.complete``).
+
+The client never installs a handle it looked up by name: Ray keeps a non-detached actor alive only
+while its owner (the process that created it) holds a reference, and a ``ray.get_actor`` handle is
+not one. Were the owner's handle dropped for a looked-up one, Ray would collect the new controller
+at the next garbage collection (issue 33).
 """
 
 import logging
@@ -19,11 +26,10 @@ from services.contracts.controller import ProbeStats, StepDecision, StepPlan
 from services.contracts.controller_state import ControllerState
 from services.controller.actor import stop_controller
 from services.errors import TurnOPDError
-from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
-from services.ray_names import NAMESPACE
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.2
+_READY_WAIT_S = 5.0  # one wait for a restarting actor, before looking for a replacement again
 
 
 class ControllerUnavailableError(TurnOPDError, RuntimeError):
@@ -34,17 +40,19 @@ class ControllerClient:
     def __init__(self, handle: Any, timeout_s: float = 300.0) -> None:
         self._handle = handle
         self._timeout_s = timeout_s
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
 
     @property
     def handle(self) -> Any:
-        with self._lock:
+        with self._changed:
             return self._handle
 
     def replace(self, handle: Any) -> None:
-        """Use ``handle`` from now on (the restart path calls this once the new actor is ready)."""
-        with self._lock:
+        """Use ``handle`` from now on: only the actor's owner calls this, with the handle it created
+        (the restart path, once the new actor is ready); calls waiting for a successor go to it."""
+        with self._changed:
             self._handle = handle
+            self._changed.notify_all()
 
     def plan(self, step: int, lag: int = 0, env: str | None = None) -> StepPlan:
         """Step ``step``'s plan from ``env``'s controller (None: the run's only one)."""
@@ -78,20 +86,16 @@ class ControllerClient:
                 self._await_successor(handle, deadline)
 
     def _await_successor(self, dead: Any, deadline: float) -> None:
-        """Wait until an actor other than ``dead`` holds the controller name and answers."""
+        """Wait until ``dead`` answers again (Ray restarted it) or the owner installed another handle."""
         while time.monotonic() < deadline:
-            handle = self.handle
-            if handle is dead:
-                try:
-                    handle = ray.get_actor(ACTOR_NAME, namespace=NAMESPACE)
-                except ValueError:
-                    time.sleep(_POLL_S)
-                    continue
+            with self._changed:
+                if self._handle is not dead:
+                    return
             try:
-                ray.get(handle.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                wait_s = min(_READY_WAIT_S, max(0.1, deadline - time.monotonic()))
+                ray.get(dead.ready.remote(), timeout=wait_s)
+                return
             except (RayActorError, GetTimeoutError):
-                time.sleep(_POLL_S)
-                continue
-            self.replace(handle)
-            return
+                with self._changed:  # killed for good: wait for the owner's replacement
+                    self._changed.wait_for(lambda: self._handle is not dead, timeout=_POLL_S)
         raise ControllerUnavailableError(f"no controller answered within {self._timeout_s:.0f} s")

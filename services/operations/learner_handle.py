@@ -45,8 +45,12 @@ class LearnerHandle:
         self._before_close.append(keep)
 
     def retire(self) -> None:
-        """Let every holder keep what it needs, then close the trainer (a replacement attaches the next)."""
-        for keep in self._before_close:
+        """Let every holder keep what it needs, then close the trainer (a replacement attaches the next).
+
+        Newest holder first: the pipeline's lanes (registered after the pool) may be publishing a
+        version into the pool right now; their keep waits for that publish, so the pool's keep, run
+        last, copies whatever the pool holds by then (issue 38: a learner restart during a resize)."""
+        for keep in reversed(self._before_close):
             keep()
         self.current.close()
 

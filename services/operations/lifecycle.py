@@ -9,9 +9,11 @@ replace it so that training never stops, skips or repeats an optimizer step
 pipeline sees only their handles, which stay valid across a replacement (``Stack``).
 """
 
+import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, TypeVar
@@ -29,7 +31,7 @@ from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
-from services.operations.restart_rules import start_or_restore
+from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, teacher_app
 from services.ray_session import wait_name_free
 from services.rollout_worker.actor import worker_name
@@ -51,10 +53,25 @@ from services.teacher_scorer.placement import replica_resources
 from services.teacher_scorer.serve_app import teacher_application
 
 S = TypeVar("S", bound=ServiceSettings)
+log = logging.getLogger(__name__)
 
 
-class ResumeMismatchError(RuntimeError):
+class RunBrokenError(RuntimeError):
+    """A restart left the run unable to go on correctly: it stops (resume from its checkpoint)."""
+
+
+class ResumeMismatchError(RunBrokenError):
     """A replaced learner did not resume at the completed step: going on would skip or repeat steps."""
+
+
+class LearnerLostError(RunBrokenError):
+    """A learner restart failed and so did starting one with the old settings: no learner is left."""
+
+
+def free_name(name: str, what: str, timeout_s: float = 60.0) -> None:
+    """Wait until no actor holds ``name`` (a killed actor's name is freed asynchronously)."""
+    if not wait_name_free(name, NAMESPACE, timeout_s):
+        raise TurnOPDError(f"{what}'s name {name!r} is still taken after {timeout_s:.0f} s")
 
 
 def masked_url(url: str) -> str:
@@ -238,16 +255,34 @@ class ControllerOps(ManagedService[ControllersSettings]):
             self.client.kill()
 
     def replace(self, change: Change, step: int) -> str:
-        """Killed for good; a fresh actor loads the state from Redis; a call in flight is sent again."""
+        """Killed for good; a fresh actor loads the state from Redis; a call in flight is sent again.
+
+        This process creates the new actor and hands the client the creator's handle (the one
+        reference that keeps it alive). A fresh actor that fails to come up is killed and tried
+        once more: the old one is gone, so the run needs one (``start_or_restore``'s rule)."""
         self.restarted(change)  # refuses a config: the controller's settings all define the run
         client = started(self.client, self.kind)
         ray.kill(client.handle, no_restart=True)
-        if not wait_name_free(CONTROLLER_ACTOR, NAMESPACE, 60.0):
-            raise TurnOPDError("the old controller's name is still taken after 60 s")
-        client.replace(self._actor())
+        free_name(CONTROLLER_ACTOR, "the old controller")
+        try:
+            fresh = self._fresh_actor()
+        except RESTART_ERRORS:
+            log.exception("the new controller did not come up; trying once more")
+            fresh = self._fresh_actor()  # a second failure is reported; calls wait for the next restart
+        client.replace(fresh)
         self.counts[self.kind] += 1
         health = client.handle.health.remote()
         return f"controller replaced; resumed from Redis at step {ray.get(health).step}"
+
+    def _fresh_actor(self) -> Any:
+        """A new controller actor, or the error after killing what came up of it (so the name is free)."""
+        try:
+            return self._actor()
+        except BaseException:
+            with suppress(ValueError):  # ValueError: it never registered its name
+                ray.kill(ray.get_actor(CONTROLLER_ACTOR, namespace=NAMESPACE), no_restart=True)
+            free_name(CONTROLLER_ACTOR, "the failed controller")
+            raise
 
     def status(self, step: int) -> list[ServiceStatus]:
         return [
@@ -438,20 +473,16 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
 
     def status(self, step: int) -> list[ServiceStatus]:
         pool = started(self.pool, "rollout pool")
-        live = set(pool.live_workers)
-        rows = []
-        for i in range(pool.size):
-            name = worker_name(i)
-            rows.append(
-                ServiceStatus(
-                    name=name,
-                    health="ok" if name in live else "down",
-                    restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
-                    version=f"weights {pool.weights_version}, config {pool.worker_settings(i).fingerprint()}",
-                    detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
-                )
+        return [
+            ServiceStatus(
+                name=worker_name(i),
+                health="ok" if live else "down",
+                restarts=pool.stats.replacements_by_worker[i] + pool.stats.crashes_by_worker[i],
+                version=f"weights {pool.weights_version}, config {settings.fingerprint()}",
+                detail=f"{pool.stats.crashes_by_worker[i]} crash(es) recovered",
             )
-        return rows
+            for i, settings, live in pool.members()  # one moment's view: a resize may run meanwhile
+        ]
 
 
 class LearnerOps(ManagedService[LearnerServiceSettings]):
@@ -487,7 +518,17 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
         if step > 0:
             handle.checkpoint(step)
         handle.retire()
-        self.settings = start_or_restore(lambda s: self._resume(handle, s, step), new, self.settings)
+        try:
+            self.settings = start_or_restore(lambda s: self._resume(handle, s, step), new, self.settings)
+        except RunBrokenError:
+            raise
+        except RESTART_ERRORS as exc:
+            if not handle.alive:  # the retired trainer is all the handle has: the next step would fail
+                raise LearnerLostError(
+                    f"no learner could be started after a failed restart ({type(exc).__name__}: {exc}); "
+                    f"the run stops at step {step}"
+                ) from exc
+            raise  # a trainer with the old settings took over: reported, training goes on
         self.counts[self.kind] += 1
         return f"learner replaced; resumed from the checkpoint of step {step}"
 

@@ -14,7 +14,7 @@ from services.errors import InputError
 
 # A failed restart is reported to the operator, never allowed to stop the run: whatever starting
 # the new process raised (Ray, the OS, a bad config, a bug in the service) is caught. Only a
-# broken invariant (ResumeMismatchError) stops the run.
+# broken run (``lifecycle.RunBrokenError``: a learner that resumed elsewhere, or none at all) stops it.
 RESTART_ERRORS = (Exception,)
 
 _WORKER = re.compile(r"^rollout-worker-(0|[1-9][0-9]*)$")
@@ -40,13 +40,13 @@ def worker_index(service: str) -> int | None:
 
 def start_or_restore(start: Callable[[T], None], new: T | None, old: T) -> T:
     """Start a service's new process with ``new`` settings (None: the ``old`` ones it had) and return
-    the settings it runs with; if that fails with new settings, start it again with the old ones and
-    re-raise, so the service is back as it was and the failure is reported."""
+    the settings it runs with. If that fails, start it once more with the old ones and re-raise the
+    failure, so the service is back as it was and the failure is reported: a replacement stops the
+    old process first, so even a failed restart without new settings needs a fresh one. Should that
+    start fail too, its error is raised (with the first as its cause)."""
     try:
         start(new if new is not None else old)
     except RESTART_ERRORS:
-        if new is None:
-            raise
         start(old)
         raise
     return new if new is not None else old

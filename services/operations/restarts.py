@@ -26,7 +26,9 @@ With ``--config FILE`` a service takes from the file only what its own settings 
 restart change (``services.settings.per_service``: ``RESTARTABLE``); the controller's settings all
 define the run, so a controller restart refuses a config. A restart that fails to start the new
 process with a new config brings the service back with the settings it had, and reports the
-failure.
+failure. Since a replacement stops the old process first, a failed restart without a config is
+started once more with the same settings; a learner that cannot be started even so stops the run
+(``LearnerLostError``), as training cannot go on without one.
 """
 
 import logging
@@ -36,7 +38,13 @@ from typing import Any
 
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
 from services.errors import InputError
-from services.operations.lifecycle import Change, ManagedService, ResumeMismatchError, Services
+from services.operations.lifecycle import (
+    Change,
+    ManagedService,
+    ResumeMismatchError,
+    RunBrokenError,
+    Services,
+)
 from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
 from services.settings import load_settings
 
@@ -72,7 +80,7 @@ class ServiceRestarts:
             else:
                 message = self._restart(service, request.service, request.config_path, step)
             ok = True
-        except ResumeMismatchError:
+        except RunBrokenError:  # the run cannot go on correctly: it stops, with a --resume hint
             raise
         except RESTART_ERRORS as exc:  # the operator's boundary: report the failure, train on
             log.exception("restart of %s failed", request.service)

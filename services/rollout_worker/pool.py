@@ -27,7 +27,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 
 from services.cluster_capacity import check_free_resources
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest, RolloutResult
-from services.errors import InputError, TurnOPDError
+from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import NAMESPACE
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
 from services.ray_session import wait_name_free
@@ -113,6 +113,11 @@ class RolloutPool:
     def _check_index(self, index: int) -> None:
         if not 0 <= index < len(self._workers):
             raise InputError(f"no {worker_name(index)}: the pool has workers 0..{len(self._workers) - 1}")
+
+    def members(self) -> list[tuple[int, RolloutWorkerServiceSettings, bool]]:
+        """(index, settings, live) of every worker, read at one moment (a resize may run meanwhile)."""
+        with self._changes:
+            return [(i, s, i not in self._lost) for i, s in enumerate(self._worker_settings)]
 
     @property
     def live_workers(self) -> list[str]:
@@ -259,11 +264,13 @@ class RolloutPool:
         died_answers = 0
         while time.monotonic() < deadline:
             worker = self._current_worker(index, deadline)
+            if worker is None:
+                return False  # a shrink took it away meanwhile: nothing to recover
             try:
                 incarnation = ray.get(worker.ready.remote(), timeout=max(0.1, deadline - time.monotonic()))
                 with self._changes:
-                    if self._workers[index] is worker:  # the death that brought us here is counted
-                        self._incarnations[index] = incarnation
+                    if index < len(self._workers) and self._workers[index] is worker:
+                        self._incarnations[index] = incarnation  # the death that brought us here is counted
                 held = ray.get(worker.weights_version.remote())
                 if held != self._version:
                     ray.get(worker.load_weights.remote(self._weights_ref, self._version))
@@ -278,7 +285,9 @@ class RolloutPool:
             except GetTimeoutError:
                 break
         log.error("%s did not come back; the pool goes on without it", worker_name(index))
-        self._lost.add(index)
+        with self._changes:
+            if index < len(self._workers):
+                self._lost.add(index)
         return False
 
     def _replaced(self, index: int, handle: Any) -> bool:
@@ -291,11 +300,12 @@ class RolloutPool:
                 or self._workers[index] is not handle
             )
 
-    def _current_worker(self, index: int, deadline: float) -> Any:
-        """Worker ``index``'s handle, once any replacement of it in progress has finished."""
+    def _current_worker(self, index: int, deadline: float) -> Any | None:
+        """Worker ``index``'s handle, once any replacement of it in progress has finished; None once a
+        shrink has taken it out of the pool."""
         with self._changes:
             self._changes.wait_for(lambda: index not in self._replacing, timeout=deadline - time.monotonic())
-            return self._workers[index]
+            return self._workers[index] if index < len(self._workers) else None
 
     def replace_worker(self, index: int, settings: RolloutWorkerServiceSettings | None = None) -> None:
         """Replace worker ``index`` by a fresh actor (new ``settings`` if given) at the published weights.
@@ -303,37 +313,57 @@ class RolloutPool:
         Safe while ``play`` runs in another thread: the old actor's chunk fails, and the pool's
         recovery waits for the new actor, then plays the chunk again.
         """
-        self._check_index(index)
-        settings = settings or self._worker_settings[index]
-        with self._changes:
+        with self._changes:  # a shrink waits for this replacement before it takes the worker away
+            self._check_index(index)
+            if index in self._retiring:
+                raise ConflictError(f"{worker_name(index)} is leaving the pool (a shrink is under way)")
             if index in self._replacing:
                 raise InputError(f"{worker_name(index)} is already being replaced")
             self._replacing.add(index)
+            settings = settings or self._worker_settings[index]
+            old = self._workers[index]
         try:
-            ray.kill(self._workers[index], no_restart=True)
+            ray.kill(old, no_restart=True)
             if not wait_name_free(worker_name(index), NAMESPACE, 60.0):
                 raise TurnOPDError(f"{worker_name(index)} was killed but its name is still taken after 60 s")
             fresh = RolloutWorker.options(**worker_options(settings, index)).remote(  # type: ignore[attr-defined]
                 settings, index, self._env_url, self.model
             )
-            timeout = settings.rollout_worker.restart_timeout_s
-            incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
-            while True:  # a publish_weights may land meanwhile: load until the version holds still
-                ref, version = self._weights_ref, self._version
-                if ref is not None:
-                    ray.get(fresh.load_weights.remote(ref, version), timeout=timeout)
-                with self._changes:
-                    if version == self._version:
-                        self._workers[index] = fresh
-                        self._incarnations[index] = incarnation
-                        self._worker_settings[index] = settings
-                        self._lost.discard(index)
-                        self.stats.replacements_by_worker[index] += 1
-                        return
+            try:
+                self._install(index, fresh, settings)
+            except BaseException:
+                # never left half-started (pending on resources, or without weights): it would keep
+                # the name, and a retry with the old settings could not take it
+                ray.kill(fresh, no_restart=True)
+                wait_name_free(worker_name(index), NAMESPACE, 60.0)
+                raise
         finally:
             with self._changes:
                 self._replacing.discard(index)
                 self._changes.notify_all()
+
+    def _install(self, index: int, fresh: Any, settings: RolloutWorkerServiceSettings) -> None:
+        """Wait for ``fresh``, give it the published weights, and make it worker ``index``."""
+        timeout = settings.rollout_worker.restart_timeout_s
+        try:
+            incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
+        except GetTimeoutError:
+            raise TurnOPDError(
+                f"the new {worker_name(index)} was not ready within {timeout:.0f} s "
+                "(rollout_worker.restart_timeout_s); does the cluster have the resources it asks for?"
+            ) from None
+        while True:  # a publish_weights may land meanwhile: load until the version holds still
+            ref, version = self._weights_ref, self._version
+            if ref is not None:
+                ray.get(fresh.load_weights.remote(ref, version), timeout=timeout)
+            with self._changes:
+                if version == self._version:
+                    self._workers[index] = fresh
+                    self._incarnations[index] = incarnation
+                    self._worker_settings[index] = settings
+                    self._lost.discard(index)
+                    self.stats.replacements_by_worker[index] += 1
+                    return
 
     def resize(self, size: int) -> int:
         """Grow or shrink the pool to ``size`` workers while ``play`` may run; returns the size before.
@@ -390,7 +420,8 @@ class RolloutPool:
         leaving = set(range(size, before))
         with self._changes:
             self._retiring |= leaving
-            self._changes.wait_for(lambda: not self._busy & leaving)  # their chunks finish first
+            # their chunks, and any replacement of them, finish first
+            self._changes.wait_for(lambda: not (self._busy | self._replacing) & leaving)
             handles = self._workers[size:]
             del self._workers[size:], self._incarnations[size:], self._worker_settings[size:]
             self._retiring -= leaving

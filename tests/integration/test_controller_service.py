@@ -4,8 +4,8 @@ import time
 
 import pytest
 import ray
+from controller_inputs import small_run_settings, stats_for
 
-from services.contracts.controller import ProbeStats
 from services.contracts.controller_state import ControllerState
 from services.controller.actor import ControllerService, start_controller
 from services.controller.embedded_redis import EmbeddedRedis
@@ -15,7 +15,7 @@ from services.controller.store import RedisStateStore
 from services.errors import ConflictError
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE
-from services.settings import TurnOPDSettings, load_settings
+from services.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -28,26 +28,9 @@ def redis_server(tmp_path):
     server.stop()
 
 
-def small_run_settings(steps=12):
-    s = TurnOPDSettings()
-    s.optim.steps = steps
-    s.depth.max = 12
-    s.rollout.max_turns = 12
-    s.depth.probe_interval = 3
-    s.depth.warmup_steps = 2
-    s.depth.min_cov_traj = 2
-    return s
-
-
 def small_settings(steps=12):
     """The controller's own settings, composed from the run's as the stack does."""
     return small_run_settings(steps).for_controller()
-
-
-def stats_for(k):
-    depth = 3 + k % 4
-    kl = [1.0 / (t + 1 + k) for t in range(depth)]
-    return ProbeStats(step=k, kl_per_turn=kl, survivors=[6] * depth, success_turns=[depth - 1, depth - 2, 1])
 
 
 def drive(service_plan, service_ingest, start, stop):

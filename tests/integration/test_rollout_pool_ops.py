@@ -17,9 +17,10 @@ from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
 from services.contracts.operations import WorkerHealth
 from services.contracts.rollout import EpisodeTask
 from services.env_gateway.local_server import LocalGateway
-from services.errors import InputError
+from services.errors import InputError, TurnOPDError
 from services.loopback import free_loopback_port
 from services.models.loading import load_causal_lm
+from services.operations.restart_rules import start_or_restore
 from services.rollout_worker.pool import RolloutPool
 
 pytestmark = pytest.mark.integration
@@ -86,6 +87,46 @@ def test_replacing_a_worker_mid_play_replays_its_chunk_on_the_new_actor(pool, ga
     assert pool.stats.replays == replays + 1
     health: WorkerHealth = ray.get(ray.get_actor("rollout-worker-0", namespace="turnopd").health.remote())
     assert health.pid != old_pid and health.weights_version == 0 and not health.playing
+
+
+def test_a_replacement_that_cannot_start_leaves_a_worker_with_the_old_settings(pool, gateway):
+    """Issue 38: a new worker asking for more CPUs than the cluster has stays pending; it is killed, so
+    the retry with the old settings can take the name back (it used to time out after 60 s)."""
+    old = pool.worker_settings(0)
+    greedy = old.model_copy(
+        update={
+            "rollout_worker": old.rollout_worker.model_copy(
+                update={"num_cpus": 64.0, "restart_timeout_s": 5.0}
+            )
+        }
+    )
+    t0 = time.monotonic()
+    with pytest.raises(TurnOPDError, match="rollout-worker-0 was not ready within 5 s"):
+        start_or_restore(lambda settings: pool.replace_worker(0, settings), greedy, old)
+    assert time.monotonic() - t0 < 60  # no wait for a name the pending actor kept
+    assert pool.worker_settings(0) == old and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
+    played = pool.play(TASKS, **PLAY)
+    assert played.failures == [] and played.task_indices == list(range(len(TASKS)))
+
+
+def test_a_shrink_during_a_crashed_workers_recovery_loses_no_task(pool, gateway):
+    """Issue 38: worker 1 crashes mid-play; while the pool waits for Ray to restart it, an operator shrinks
+    the pool to one worker. The recovery used to read the deleted index (IndexError); now it gives the
+    worker up and its chunk is played again on worker 0."""
+    crashed = ray.get_actor("rollout-worker-1", namespace="turnopd")
+
+    def crash_then_shrink() -> None:
+        ray.kill(crashed, no_restart=False)  # a crash: Ray restarts it (its model load takes seconds)
+        time.sleep(0.3)
+        pool.resize(1)
+
+    shrinker = when_playing(gateway.url, crash_then_shrink)
+    result = pool.play(TASKS, **PLAY)
+    shrinker.join()
+    assert result.failures == [] and result.task_indices == list(range(len(TASKS)))
+    assert pool.size == 1 and pool.live_workers == ["rollout-worker-0"]
+    assert [i for i, _, live in pool.members()] == [0]
+    assert pool.resize(2) == 1 and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
 
 
 def test_chunks_that_lose_their_gateway_are_played_again_on_the_new_one(pool, config):

@@ -36,8 +36,8 @@ def test_a_replacement_keeps_the_weights_first_then_the_handle_steps_the_new_tra
     assert events == [
         "old step",
         "old checkpoint 3",
+        "lanes keep theirs",  # newest first: a publish of the lanes' lands in the pool before it keeps
         "pool keeps its weights",
-        "lanes keep theirs",
         "old close",
         "new step",
         "new close",  # the run's end closes the trainer without copying weights

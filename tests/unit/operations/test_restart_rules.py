@@ -33,14 +33,27 @@ def test_a_failed_start_with_new_settings_brings_the_old_ones_back_and_reraises(
     assert start_or_restore(start, None, old) is old and started == [old.run.seed]
 
 
-def test_a_failed_plain_restart_is_not_retried():
+def test_a_failed_plain_restart_is_started_once_more_with_the_same_settings():
+    """The old process is already gone (a replacement stops it first): one more start with the old
+    settings brings the service back, and the first failure is still reported."""
     old = load_settings(None)
     calls: list[object] = []
 
-    def start(settings):  # type: ignore[no-untyped-def]
+    def flaky(settings):  # type: ignore[no-untyped-def]
         calls.append(settings)
-        raise OSError("no resources")
+        if len(calls) == 1:
+            raise OSError("no resources")
 
-    with pytest.raises(OSError):
-        start_or_restore(start, None, old)
-    assert calls == [old]  # no settings to fall back to: one attempt, the failure reported
+    with pytest.raises(OSError, match="no resources"):
+        start_or_restore(flaky, None, old)
+    assert calls == [old, old]
+
+    calls.clear()
+
+    def broken(settings):  # type: ignore[no-untyped-def]
+        calls.append(settings)
+        raise OSError(f"attempt {len(calls)} failed")
+
+    with pytest.raises(OSError, match="attempt 2 failed") as raised:
+        start_or_restore(broken, None, old)
+    assert calls == [old, old] and "attempt 1 failed" in str(raised.value.__context__)

@@ -25,9 +25,15 @@ class FakePool:
     def __init__(self, fail_with: BaseException | None = None) -> None:
         self.fail_with = fail_with
         self.replaced: list[tuple[int, object]] = []
+        self.live_workers = ["rollout-worker-0", "rollout-worker-1"]
 
     def worker_settings(self, index: int) -> RolloutWorkerServiceSettings:
         return TurnOPDSettings().for_rollout_worker()
+
+    def members(self) -> list[tuple[int, RolloutWorkerServiceSettings, bool]]:
+        return [
+            (i, self.worker_settings(i), f"rollout-worker-{i}" in self.live_workers) for i in range(self.size)
+        ]
 
     def replace_worker(self, index: int, settings: object = None) -> None:
         if self.fail_with is not None:
@@ -169,9 +175,7 @@ def test_only_pools_scale():
 
 
 def test_services_start_in_dependency_order_and_an_unstarted_one_stops_safely():
-    services = Services.of(
-        RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r")
-    )
+    services = Services.of(RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r"))
     kinds = [service.kind for service in services.in_start_order()]
     assert kinds == ["redis", "controller", "env-gateway", "teacher", "rollout-worker", "learner"]
     for service in reversed(services.in_start_order()):
@@ -186,3 +190,54 @@ def test_the_pool_follows_a_gateway_switch():
     for follow in services.env_gateway._followers:
         follow("http://127.0.0.1:9")
     assert switched == ["http://127.0.0.1:9"]
+
+
+class FakeTrainer:
+    """A learner as the handle sees it: steps to resume at, a checkpoint, a close."""
+
+    def __init__(self, resumed_step: int) -> None:
+        self.resumed_step, self.world, self.alive = resumed_step, 1, True
+
+    def checkpoint(self, step: int) -> None:
+        pass
+
+    def close(self) -> None:
+        self.alive = False
+
+
+def learner_ops_starting(*outcomes: BaseException | None):
+    """The run's learner service (a fake trainer at step 4), whose next starts give ``outcomes`` in turn:
+    an error to raise, or None for a trainer that resumes at step 4."""
+    from services.operations.learner_handle import LearnerHandle
+
+    services = services_with(FakePool())
+    ops = services.learner
+    ops.handle = LearnerHandle(FakeTrainer(4))  # type: ignore[arg-type]
+    left = list(outcomes)
+
+    def start(settings: object) -> FakeTrainer:
+        outcome = left.pop(0)
+        if outcome is not None:
+            raise outcome
+        return FakeTrainer(4)
+
+    ops._learner = start  # type: ignore[method-assign,assignment]
+    return services, ops
+
+
+def test_a_learner_that_fails_to_restart_is_started_again_with_the_old_settings():
+    """Issue 38: the old trainer is closed before the new one starts; a failed start without a config
+    used to leave the handle on the closed trainer, and the next step died."""
+    services, ops = learner_ops_starting(RuntimeError("no resources for the trainer"), None)
+    result = ServiceRestarts(services).run(RestartRequest(request_id="l", service="learner"), step=4)
+    assert not result.ok and result.message == "RuntimeError: no resources for the trainer"
+    assert ops.handle is not None and ops.handle.alive and ops.handle.resumed_step == 4
+
+
+def test_a_learner_that_cannot_be_started_at_all_stops_the_run():
+    from services.operations.lifecycle import LearnerLostError
+
+    services, ops = learner_ops_starting(RuntimeError("first"), RuntimeError("second"))
+    with pytest.raises(LearnerLostError, match=r"no learner could be started .*second.*stops at step 4"):
+        ServiceRestarts(services).run(RestartRequest(request_id="m", service="learner"), step=4)
+    assert ops.handle is not None and not ops.handle.alive
