@@ -2,17 +2,18 @@
 
 Turn t+1's prompt is turn t's prompt, plus the response the engine sampled, plus the observation.
 A slot remembers the tokens whose keys and values it holds (the prompt and every sampled token but
-the last); the next call gives each prompt the slot whose whole sequence begins it, and prefills only
-the rest, into the same buffer. Only a sequence's own continuation reuses its states, never a prefix
-that happens to be shared with another episode (the instructions that open every game): a prompt's
-numbers then do not depend on what the worker played before, and seeded runs replay bit for bit. Nothing is concatenated per token and no prefix is
-copied out and back in: a buffer is copied only when it grows (geometrically, so rarely).
+the last); the next call gives each prompt the slot whose whole sequence begins it, and prefills
+only the rest, into the same buffer. Nothing is concatenated per token and no prefix is copied out
+and back in: a buffer is copied only when it grows (geometrically, so rarely). Only a sequence's
+own continuation reuses its states, never a prefix that happens to be shared with another episode
+(the instructions that open every game): a prompt's numbers then do not depend on what the worker
+played before, and seeded runs replay bit for bit.
 
 Lifetime: a ``generate`` call continues the episodes it is given; a slot that no prompt of a call
 continued belongs to an episode that ended (the agent loop puts every running episode in every
 call): the call's new prompts may take it over, and whatever is left of it is emptied when the call
-ends. Empty buffers are kept for reuse up to ``max_bytes`` (fresh
-allocations fault in their pages); ``clear`` empties every slot when the weights change.
+ends. Empty buffers are kept for reuse up to ``max_bytes`` (fresh allocations fault in their
+pages); ``clear`` empties every slot when the weights change.
 """
 
 from collections.abc import Sequence
