@@ -1,0 +1,100 @@
+"""The scoring subset of the OpenAI-compatible ``POST /v1/completions`` (vLLM's, SGLang's).
+
+# orchestrator -> OpenAI-compatible teacher endpoint (vLLM, SGLang, or our teacher app) -> orchestrator
+
+The request sends whole token sequences as the prompt with ``prompt_logprobs = K``: the answer
+carries, for every prompt position after the first, the K most likely next tokens and the token
+actually there, each with its full-vocabulary log-prob. The first position has nothing before it,
+so its entry is null. The requests we send are ``extra="forbid"``; the answers are read with
+``extra="ignore"``, because real servers add fields beyond this subset (``text``, ``usage``,
+``routed_experts``, ...) and we must parse what they send.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field
+
+from services.contracts.base import Contract, FiniteFloat, JsonNonNegInt, JsonPositiveInt, NonNegInt
+
+TokenIds = Annotated[list[JsonNonNegInt], Field(min_length=2)]
+
+
+class CompletionRequest(Contract):
+    """A scoring request: one prompt (token ids) or a batch of them, answered with prompt log-probs."""
+
+    model: str | None = Field(None, description="The served model name (vLLM: --served-model-name).")
+    prompt: TokenIds | Annotated[list[TokenIds], Field(min_length=1)] = Field(
+        description="Token ids of one sequence, or a list of sequences (one choice each, by index)."
+    )
+    prompt_logprobs: JsonPositiveInt = Field(
+        description="K: top log-probs returned per prompt position (vLLM caps it at --max-logprobs)."
+    )
+    max_tokens: int = Field(
+        1, ge=0, le=1, description="Tokens to generate; scoring needs none (vLLM wants at least 1)."
+    )
+    return_token_ids: bool | None = Field(
+        None, description="Ask for choices[].prompt_token_ids (vLLM); our teacher app always sends them."
+    )
+
+    @property
+    def prompts(self) -> list[list[int]]:
+        """The prompts as a batch, also when one sequence was sent."""
+        batch: list[list[int]] = []
+        single: list[int] = []
+        for item in self.prompt:
+            if isinstance(item, list):
+                batch.append(item)
+            else:
+                single.append(item)
+        return batch or [single]
+
+
+class PromptLogprob(Contract):
+    """One token's entry at one prompt position (vLLM's ``Logprob``, JSON-serialised)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    logprob: FiniteFloat = Field(description="Full-vocabulary log-softmax of the token at this position.")
+    rank: int | None = Field(None, description="1 = most likely; None where the server does not know.")
+    decoded_token: str | None = None
+
+
+# One prompt position: token id -> its entry; the K most likely plus the token actually there.
+PositionLogprobs = dict[int, PromptLogprob]
+
+
+class CompletionChoice(Contract):
+    """The answer for one prompt of the batch."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    index: NonNegInt = Field(description="Which prompt of the batch this answers.")
+    text: str = ""
+    finish_reason: str | None = None
+    prompt_logprobs: list[PositionLogprobs | None] | None = Field(
+        None, description="Per prompt position; position 0 is null (nothing precedes it)."
+    )
+    prompt_token_ids: list[NonNegInt] | None = Field(
+        None, description="The prompt as the server tokenised it (vLLM: with return_token_ids)."
+    )
+
+
+class CompletionUsage(Contract):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    prompt_tokens: NonNegInt = 0
+    completion_tokens: NonNegInt | None = 0
+    total_tokens: NonNegInt = 0
+
+
+class CompletionResponse(Contract):
+    """The server's answer: one choice per prompt."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str = ""
+    object: Literal["text_completion"] = "text_completion"
+    created: NonNegInt = 0
+    model: str = ""
+    choices: list[CompletionChoice]
+    usage: CompletionUsage | None = None

@@ -1,0 +1,71 @@
+"""The /v1/completions subset: JSON round trips, a vLLM-shaped answer parses, requests stay strict."""
+
+import pytest
+from pydantic import ValidationError
+
+from services.contracts.completions import CompletionRequest, CompletionResponse
+
+# The shape vLLM's server sends for prompt [5, 7, 9] with prompt_logprobs=2 and return_token_ids
+# (keys of each position are token ids as strings; fields outside our subset are ignored).
+VLLM_ANSWER = """{
+  "id": "cmpl-1", "object": "text_completion", "created": 1764200000, "model": "teacher",
+  "choices": [{
+    "index": 0, "text": "!", "logprobs": null, "finish_reason": "length", "stop_reason": null,
+    "token_ids": [11], "routed_experts": null,
+    "prompt_logprobs": [
+      null,
+      {"7": {"logprob": -0.5, "rank": 1, "decoded_token": "a"},
+       "3": {"logprob": -1.25, "rank": 2, "decoded_token": "b"}},
+      {"4": {"logprob": -0.25, "rank": 1, "decoded_token": "c"},
+       "8": {"logprob": -2.0, "rank": 2, "decoded_token": "d"},
+       "9": {"logprob": -3.5, "rank": 6, "decoded_token": "e"}}
+    ],
+    "prompt_token_ids": [5, 7, 9]
+  }],
+  "service_tier": null, "system_fingerprint": null,
+  "usage": {"prompt_tokens": 3, "total_tokens": 4, "completion_tokens": 1, "prompt_tokens_details": null},
+  "kv_transfer_params": null
+}"""
+
+
+def test_a_vllm_answer_parses_with_token_id_keys():
+    response = CompletionResponse.model_validate_json(VLLM_ANSWER)
+    choice = response.choices[0]
+    assert choice.prompt_logprobs is not None
+    assert choice.prompt_logprobs[0] is None
+    assert choice.prompt_logprobs[2] is not None
+    assert sorted(choice.prompt_logprobs[2]) == [4, 8, 9]
+    assert choice.prompt_logprobs[2][9].logprob == -3.5
+    assert choice.prompt_logprobs[2][9].rank == 6
+    assert choice.prompt_token_ids == [5, 7, 9]
+    assert response.usage is not None and response.usage.prompt_tokens == 3
+
+
+def test_response_round_trips_through_json():
+    response = CompletionResponse.model_validate_json(VLLM_ANSWER)
+    again = CompletionResponse.model_validate_json(response.model_dump_json())
+    assert again == response
+
+
+@pytest.mark.parametrize("prompt", [[1, 2, 3], [[1, 2, 3], [4, 5]]], ids=["one sequence", "a batch"])
+def test_request_round_trips_and_reads_as_a_batch(prompt):
+    request = CompletionRequest(model="m", prompt=prompt, prompt_logprobs=20)
+    again = CompletionRequest.model_validate_json(request.model_dump_json())
+    assert again == request
+    assert again.prompts == (prompt if isinstance(prompt[0], list) else [prompt])
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"prompt": [1, 2], "prompt_logprobs": 0}, "prompt_logprobs"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "max_tokens": 5}, "max_tokens"),
+        ({"prompt": [1], "prompt_logprobs": 5}, "prompt"),
+        ({"prompt": "some text", "prompt_logprobs": 5}, "prompt"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "temperature": 0.5}, "temperature"),
+        ({"prompt": [1, -2], "prompt_logprobs": 5}, "prompt"),
+    ],
+)
+def test_requests_outside_the_subset_are_refused(body, field):
+    with pytest.raises(ValidationError, match=field):
+        CompletionRequest.model_validate(body)

@@ -1,0 +1,132 @@
+"""Prompt log-probs of an OpenAI-compatible answer into our top-K rows, and our scores back out."""
+
+import math
+
+import numpy as np
+import pytest
+
+from services.contracts.completions import CompletionChoice, CompletionResponse, PromptLogprob
+from services.contracts.teacher import ScoreResponse
+from services.teacher_scorer.codec import response_from_scores, rows_from_request
+from services.teacher_scorer.completions_codec import (
+    EndpointAnswerError,
+    completion_from_scores,
+    completion_request,
+    score_request_from_completion,
+    scores_from_completion,
+    topk_tail_entropy,
+)
+from services.teacher_scorer.engine import RowScores, ScoreRow
+
+
+def _row(ids, positions):
+    return ScoreRow(np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int64))
+
+
+def _entries(pairs):
+    return {t: PromptLogprob(logprob=lp, rank=r) for t, lp, r in pairs}
+
+
+def _answer(prompt_logprobs, prompt_token_ids=None, index=0):
+    choice = CompletionChoice(index=index, prompt_logprobs=prompt_logprobs, prompt_token_ids=prompt_token_ids)
+    return CompletionResponse(model="teacher", choices=[choice])
+
+
+# Prompt [5, 7, 9]: position 1 has 3 top entries (7 among them), position 2 has 3 (9 outside, rank 6).
+POSITION_1 = _entries([(3, -1.25, 2), (7, -0.5, 1), (2, -2.5, 3)])
+POSITION_2 = _entries([(4, -0.25, 1), (8, -2.0, 2), (1, -3.0, 3), (9, -3.5, 6)])
+
+
+def test_request_scores_whole_sequences_at_top_k():
+    request = completion_request([_row([5, 7, 9], [2]), _row([1, 2], [1])], 20, "teacher")
+    assert request.prompts == [[5, 7, 9], [1, 2]]
+    assert (request.prompt_logprobs, request.max_tokens, request.model) == (20, 1, "teacher")
+
+
+def test_rows_read_the_scored_positions_sorted_descending_and_skip_the_first_none():
+    answer = _answer([None, POSITION_1, POSITION_2], [5, 7, 9])
+    (scores,) = scores_from_completion(answer, [_row([5, 7, 9], [1, 2])], 3)
+    assert scores.top_ids_P_K.tolist() == [[7, 3, 2], [4, 8, 1]]
+    np.testing.assert_array_equal(scores.top_logprobs_P_K, [[-0.5, -1.25, -2.5], [-0.25, -2.0, -3.0]])
+    np.testing.assert_array_equal(scores.token_logprob_P, [-0.5, -3.5])
+    assert scores.entropy_P[0] == pytest.approx(topk_tail_entropy(np.array([-0.5, -1.25, -2.5])), abs=1e-6)
+
+
+def test_k_below_the_answers_count_keeps_the_largest():
+    answer = _answer([None, POSITION_1, POSITION_2])
+    (scores,) = scores_from_completion(answer, [_row([5, 7, 9], [2])], 2)
+    # Position 2 answered 4 entries (3 top + the token there); K = 2 keeps the 2 largest.
+    assert scores.top_ids_P_K.tolist() == [[4, 8]]
+    np.testing.assert_array_equal(scores.token_logprob_P, [-3.5])
+
+
+def test_the_first_position_none_is_an_error_only_if_asked_for():
+    answer = _answer([None, None, POSITION_2])
+    with pytest.raises(EndpointAnswerError, match="position 1: no prompt log-probs"):
+        scores_from_completion(answer, [_row([5, 7, 9], [1, 2])], 2)
+
+
+def test_a_missing_scored_token_is_an_error_naming_it():
+    answer = _answer([None, POSITION_1, _entries([(4, -0.25, 1), (8, -2.0, 2)])])
+    with pytest.raises(EndpointAnswerError, match=r"position 2: the log-prob of the token there \(9\)"):
+        scores_from_completion(answer, [_row([5, 7, 9], [2])], 2)
+
+
+def test_fewer_log_probs_than_top_k_is_an_error_naming_both():
+    answer = _answer([None, POSITION_1, POSITION_2])
+    with pytest.raises(EndpointAnswerError, match="3 log-probs, fewer than top_k = 4"):
+        scores_from_completion(answer, [_row([5, 7, 9], [1])], 4)
+
+
+def test_other_tokens_than_sent_is_a_tokenizer_error():
+    answer = _answer([None, POSITION_1, POSITION_2], [5, 7, 10])
+    with pytest.raises(EndpointAnswerError, match=r"first difference at 2.*tokenizer"):
+        scores_from_completion(answer, [_row([5, 7, 9], [1])], 2)
+
+
+def test_a_wrong_number_of_entries_or_choices_is_an_error():
+    with pytest.raises(EndpointAnswerError, match="2 prompt_logprobs entries for 3 tokens"):
+        scores_from_completion(_answer([None, POSITION_1]), [_row([5, 7, 9], [1])], 2)
+    with pytest.raises(EndpointAnswerError, match=r"choices \[1\] for 1 prompts"):
+        scores_from_completion(_answer([None, POSITION_1, POSITION_2], index=1), [_row([5, 7, 9], [1])], 2)
+
+
+def test_topk_tail_entropy_is_exact_when_the_top_k_holds_all_mass():
+    p = np.array([0.5, 0.25, 0.25])
+    assert topk_tail_entropy(np.log(p)) == pytest.approx(-(p * np.log(p)).sum(), abs=1e-12)
+    # Half the mass outside the top-1: the tail bucket contributes -0.5 log 0.5.
+    assert topk_tail_entropy(np.log([0.5])) == pytest.approx(math.log(2), abs=1e-12)
+
+
+def test_our_scores_out_and_back_in_are_the_same_rows():
+    """completion_from_scores then scores_from_completion gives back our top-K exactly."""
+    rng = np.random.default_rng(0)
+    rows = [_row(rng.integers(0, 50, size=n).tolist(), list(range(1, n))) for n in (4, 6)]
+    k = 3
+    top_ids = [np.stack([rng.permutation(50)[:k] for _ in range(len(r.positions_P))]) for r in rows]
+    top_lps = [
+        np.sort(rng.uniform(-6, -0.1, size=(len(r.positions_P), k)).astype(np.float32))[:, ::-1] for r in rows
+    ]
+    token_lps = [np.full(len(r.positions_P), -7.0, dtype=np.float32) for r in rows]
+    ours = [RowScores(i, lp, t, t) for i, lp, t in zip(top_ids, top_lps, token_lps, strict=True)]
+    request = completion_request(rows, k, "teacher")
+    scored = score_request_from_completion(request)
+    assert [s.positions for s in scored.sequences] == [list(range(1, 4)), list(range(1, 6))]
+    response: ScoreResponse = response_from_scores(rows_from_request(scored), ours)
+    answer = CompletionResponse.model_validate_json(
+        completion_from_scores(request, response, "teacher").model_dump_json()
+    )
+    back = scores_from_completion(answer, rows, k)
+    for row, mine, theirs in zip(rows, ours, back, strict=True):
+        np.testing.assert_array_equal(theirs.top_ids_P_K, mine.top_ids_P_K)
+        np.testing.assert_array_equal(theirs.top_logprobs_P_K, mine.top_logprobs_P_K)
+        # The token there: its own entry where outside the top-K, else the top-K's entry for it.
+        for ids_K, lps_K, token, token_lp in zip(
+            mine.top_ids_P_K,
+            mine.top_logprobs_P_K,
+            row.token_ids_T[row.positions_P],
+            theirs.token_logprob_P,
+            strict=True,
+        ):
+            want = lps_K[list(ids_K).index(token)] if token in ids_K else -7.0
+            assert token_lp == want
