@@ -33,6 +33,8 @@ def _integer_not_bool_or_text(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(_integer_not_bool_or_text)]
 JsonNonNegInt = Annotated[int, Field(ge=0), BeforeValidator(_integer_not_bool_or_text)]
 JsonPositiveInt = Annotated[int, Field(ge=1), BeforeValidator(_integer_not_bool_or_text)]
+# A token id as our packed path carries it (int32): a larger one is refused, never overflowed later.
+JsonTokenId = Annotated[int, Field(ge=0, lt=2**31), BeforeValidator(_integer_not_bool_or_text)]
 JsonBool = Annotated[bool, Strict()]
 
 

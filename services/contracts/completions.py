@@ -14,9 +14,17 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from services.contracts.base import Contract, FiniteFloat, JsonNonNegInt, JsonPositiveInt, NonNegInt
+from services.contracts.base import (
+    Contract,
+    FiniteFloat,
+    JsonBool,
+    JsonNonNegInt,
+    JsonPositiveInt,
+    JsonTokenId,
+    NonNegInt,
+)
 
-TokenIds = Annotated[list[JsonNonNegInt], Field(min_length=2)]
+TokenIds = Annotated[list[JsonTokenId], Field(min_length=2)]
 
 
 class CompletionRequest(Contract):
@@ -29,10 +37,10 @@ class CompletionRequest(Contract):
     prompt_logprobs: JsonPositiveInt = Field(
         description="K: top log-probs returned per prompt position (vLLM caps it at --max-logprobs)."
     )
-    max_tokens: int = Field(
-        1, ge=0, le=1, description="Tokens to generate; scoring needs none (vLLM wants at least 1)."
+    max_tokens: JsonNonNegInt = Field(
+        1, le=1, description="Tokens to generate; scoring needs none (vLLM wants at least 1)."
     )
-    return_token_ids: bool | None = Field(
+    return_token_ids: JsonBool | None = Field(
         None, description="Ask for choices[].prompt_token_ids (vLLM); our teacher app always sends them."
     )
 

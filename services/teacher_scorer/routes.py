@@ -1,11 +1,13 @@
-"""HTTP routes of the teacher: ``POST /v1/score``, ``GET /healthz``, ``GET /metrics``.
+"""HTTP routes of the teacher: ``POST /v1/score``, ``POST /v1/completions``, ``GET /healthz``, ``GET /metrics``.
 
 The app is built around a backend provider, so the same routes serve inside a Serve replica (the
 provider returns the replica's deployment object) and in-process (any object with these methods).
 Errors are translated here, once, by ``TEACHER_ERRORS`` (which also documents them): InputError ->
 422 with its message, EngineBrokenError -> 503. With a service token, ``/v1/score`` and ``/metrics``
 answer 401 without it; ``/healthz`` stays open. Request bodies are parsed as JSON into
-``ScoreRequest`` only.
+``ScoreRequest`` only. ``/v1/completions`` answers the scoring subset of the OpenAI-compatible
+protocol (``contracts/completions.py``) from the same scorer, so vLLM-speaking clients, our
+``EndpointTeacherClient`` among them, can use this app.
 """
 
 from collections.abc import Callable
@@ -15,12 +17,14 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from services.contracts.completions import CompletionRequest, CompletionResponse
 from services.contracts.http_errors import ErrorDetail
 from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherHealth
 from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
+from services.teacher_scorer.completions_codec import completion_from_scores, score_request_from_completion
 from services.teacher_scorer.engine import EngineBrokenError
 
 
@@ -70,6 +74,20 @@ async def score(body: ScoreRequest, backend: Backend) -> Response:
     """Top-K teacher log-probs at the given positions of each sequence."""
     result = await backend.score(body)
     return Response(content=result.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "/v1/completions",
+    response_model=CompletionResponse,
+    dependencies=_AUTH,
+    responses=TEACHER_ERRORS.responses(InputError, EngineBrokenError, request="json", bearer=True),
+)
+async def completions(body: CompletionRequest, backend: Backend) -> Response:
+    """Prompt log-probs (top ``prompt_logprobs`` and the token there) of token-id prompts; generates
+    nothing (``max_tokens`` <= 1, ``text`` empty)."""
+    scores = await backend.score(score_request_from_completion(body))
+    answer = completion_from_scores(body, scores, body.model or "teacher")
+    return Response(content=answer.model_dump_json(), media_type="application/json")
 
 
 @router.get("/healthz", response_model=TeacherHealth, responses=TEACHER_ERRORS.responses(EngineBrokenError))

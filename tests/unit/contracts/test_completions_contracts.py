@@ -69,3 +69,8 @@ def test_request_round_trips_and_reads_as_a_batch(prompt):
 def test_requests_outside_the_subset_are_refused(body, field):
     with pytest.raises(ValidationError, match=field):
         CompletionRequest.model_validate(body)
+
+
+def test_a_token_id_beyond_int32_is_refused():
+    with pytest.raises(ValidationError, match="less than 2147483648"):
+        CompletionRequest.model_validate({"prompt": [[0, 2**63]], "prompt_logprobs": 1})
