@@ -45,7 +45,7 @@ def apps():
 @pytest.mark.parametrize("name", ["env-gateway", "teacher"])
 def test_every_body_is_a_pydantic_model_and_no_handler_reads_raw_bytes(name):
     routes = api_routes(apps()[name].routes)
-    assert len(routes) == {"env-gateway": 6, "teacher": 3}[name]
+    assert len(routes) == {"env-gateway": 6, "teacher": 4}[name]
     bodies = []
     for route in routes:
         for param in route.dependant.body_params:
@@ -55,7 +55,13 @@ def test_every_body_is_a_pydantic_model_and_no_handler_reads_raw_bytes(name):
             bodies.append(param.field_info.annotation.__name__)
         source = inspect.getsource(route.endpoint)
         assert not any(read in source for read in RAW_BODY_READS), route.path
-    assert bodies == {"env-gateway": ["EpisodeCreate", "StepRequest"], "teacher": ["ScoreRequest"]}[name]
+    assert (
+        bodies
+        == {
+            "env-gateway": ["EpisodeCreate", "StepRequest"],
+            "teacher": ["ScoreRequest", "CompletionRequest"],
+        }[name]
+    )
 
 
 def test_no_service_module_imports_a_pickle_family_deserialiser():
