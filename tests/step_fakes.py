@@ -9,9 +9,11 @@ from services.contracts.controller_state import ControllerState
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.contracts.rollout import EpisodeTask, RolloutResult
+from services.contracts.teacher import TeacherContext
 from services.contracts.trajectory import Trajectory, TurnRecord
 from services.controller.store import StateStore
 from services.teacher_scorer.engine import RowScores
+from services.teacher_scorer.validation import SequenceTooLongError
 
 TOP_K = 2
 
@@ -58,6 +60,7 @@ class FakePool:
         self.weights_version = 3
 
     def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
+        self.tasks = tasks
         half = len(self.trajectories) // 2
         for part in (self.trajectories[:half], self.trajectories[half:]):
             if on_result is not None:
@@ -76,13 +79,23 @@ class FakePool:
 
 
 class FakeTeacher:
-    """Top-K ids of a position are (token, token + 1); its entropy is a tenth of its index."""
+    """Top-K ids of a position are (token, token + 1); its entropy is a tenth of its index. It
+    scores sequences of up to ``max_context`` tokens."""
 
-    def __init__(self):
-        self.requests: list[list[int]] = []
+    def __init__(self, max_context=8192):
+        self.requests: list[list[int]] = []  # the positions of each row, per request
+        self.lengths: list[list[int]] = []  # the tokens of each row, per request
+        self.context = TeacherContext(max_context=max_context, token_budget=16384)
+
+    async def limits(self):
+        return self.context
 
     async def score_rows(self, rows, top_k):
         self.requests.append([len(r.positions_P) for r in rows])
+        self.lengths.append([r.length for r in rows])
+        for i, row in enumerate(rows):
+            if row.length > self.context.max_length:
+                raise SequenceTooLongError(i, row.length, self.context)
         out = []
         for row in rows:
             ids = np.stack([row.token_ids_T[row.positions_P], row.token_ids_T[row.positions_P] + 1], axis=1)

@@ -189,12 +189,18 @@ class Conversation:
         ids = [*_encode(self.chat.tokenizer, response), self._end_of_turn]
         return self.add_response_ids(ids)
 
-    def add_observation(self, observation: str) -> None:
-        """Append the tool's observation for the last response and the next generation prompt."""
+    def add_observation(self, observation: str, max_length: int | None = None) -> bool:
+        """Append the tool's observation for the last response and the next generation prompt; with
+        ``max_length``, only if the conversation then holds at most that many ids. False: it would
+        not fit and nothing was appended (the conversation ends at the last response)."""
         if self._awaiting_response:
             raise ConflictError("the turn has no response yet; add the response before its observation")
-        self._ids.extend(_encode(self.chat.tokenizer, self.chat.observation_text(observation)))
+        ids = _encode(self.chat.tokenizer, self.chat.observation_text(observation))
+        if max_length is not None and len(self._ids) + len(ids) > max_length:
+            return False
+        self._ids.extend(ids)
         self._awaiting_response = True
+        return True
 
     def response_ids(self, turn: int) -> list[int]:
         """The sampled ids of one turn's response."""

@@ -68,7 +68,7 @@ class StepMetrics(Record):
     """One line of ``RUN_DIR/metrics.jsonl``. In a multi-environment run the controller's fields
     (probe, h_*, alpha) are the first source's, and ``sources`` holds every source's."""
 
-    LEFT_OUT_WHEN_NONE = ("sources",)
+    LEFT_OUT_WHEN_NONE = ("sources", "failure_reasons")
 
     step: int = Field(ge=1)
     method: str
@@ -87,7 +87,14 @@ class StepMetrics(Record):
     truncated_rate: Probability
     mean_turns: FiniteFloat
     trajectories: NonNegInt
-    failed_episodes: NonNegInt
+    failed_episodes: NonNegInt = Field(
+        description="Episodes the step could not train on: not played, or dropped before scoring."
+    )
+    failure_reasons: dict[str, NonNegInt] | None = Field(
+        None,
+        description="failed_episodes by EpisodeFailure.reason (play, too_long, no_response); None, and "
+        "left out: none failed.",
+    )
     tokens: NonNegInt = Field(description="Supervised (response) tokens trained on.")
     generated_tokens: NonNegInt
     weights_version: NonNegInt

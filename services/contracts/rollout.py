@@ -1,5 +1,7 @@
 """What the orchestrator asks of the rollout pool, and what comes back; the eval report of `turnopd eval`."""
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from services.contracts.base import Contract, FiniteFloat, NonNegInt, Probability
@@ -19,6 +21,13 @@ class EpisodeTask(Contract):
         None,
         description="End every tool observation with the task restated (None: the worker's [rollout] "
         "task_reminder); a multi-environment run sets each source's own.",
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=2,
+        description="The longest the episode's trajectory may grow, in tokens up to its last response "
+        "token (None: the worker's model's positions); a turn is played only if its prompt and "
+        "max_new_tokens fit. A training run sets its teacher's limit here (TeacherContext.max_length).",
     )
 
 
@@ -46,13 +55,25 @@ class RolloutRequest(Contract):
     )
 
 
+# Why an episode counts as failed: it could not be played (env gateway error, worker lost for
+# good), its trajectory is longer than its teacher scores, or not even its first response fit.
+FailureReason = Literal["play", "too_long", "no_response"]
+
+
 class EpisodeFailure(Contract):
-    """An episode that could not be played (env gateway error, worker lost for good); never dropped."""
+    """An episode that could not be played, or whose trajectory could not be scored or trained on
+    (the step drops it); never dropped silently."""
 
     # rollout_worker -> orchestrator
     task: EpisodeTask
     error: str = Field(min_length=1, description="What went wrong, one line.")
     worker: str = Field(min_length=1, description="The worker that last tried it (or the pool).")
+    reason: FailureReason = Field(
+        "play",
+        description="play: it could not be played; too_long: its trajectory exceeds what its teacher "
+        "scores (a teacher restarted with a lower limit mid-step); no_response: its first prompt left no "
+        "room for a response within its limit, so there is nothing to train on.",
+    )
 
 
 class RolloutResult(Contract):

@@ -131,6 +131,35 @@ class PackedScoreResponse(Contract):
         return self
 
 
+# teacher_scorer -> orchestrator (Ray handle path: ``limits``)
+class TeacherContext(Contract):
+    """The longest sequence a loaded teacher scores: the smaller of its context and its token budget.
+
+    The orchestrator asks each teacher before every step, so that the rollouts never grow a
+    trajectory the teacher would refuse, also after a restart changed either limit."""
+
+    max_context: int = Field(
+        ge=2,
+        description="The engine's longest sequence: [teacher] max_context, else the model's "
+        "max_position_embeddings (vLLM: one below its max_model_len).",
+    )
+    token_budget: int = Field(
+        ge=2, description="[teacher] token_budget: padded tokens of one forward pass, so the longest row too."
+    )
+
+    @property
+    def max_length(self) -> int:
+        """The longest sequence the teacher accepts, in tokens."""
+        return min(self.max_context, self.token_budget)
+
+    @property
+    def limit_text(self) -> str:
+        """What sets ``max_length``, in words, for error messages."""
+        if self.max_context <= self.token_budget:
+            return f"the teacher's context of {self.max_context}"
+        return f"teacher.token_budget = {self.token_budget} (raise it to score longer sequences)"
+
+
 # teacher_scorer -> operators and tests (Ray handle path)
 class TeacherReplicaStats(Contract):
     """Counters of one replica since it started."""

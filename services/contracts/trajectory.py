@@ -36,7 +36,10 @@ class Trajectory(Contract):
     )
     reward: FiniteFloat
     success: bool
-    truncated: bool = Field(description="Stopped by the depth cap H_roll before the episode ended.")
+    truncated: bool = Field(
+        description="Stopped before the episode ended: by the depth cap H_roll, or because its next turn "
+        "would not fit its limit (the model's positions, or the task's max_tokens)."
+    )
     weights_version: NonNegInt = Field(description="Student weights version that generated every token.")
 
     @model_validator(mode="after")

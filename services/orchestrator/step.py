@@ -3,11 +3,21 @@ and the pieces the overlapped pipeline (``pipeline.py``, ``[pipeline] max_stalen
 
 With ``[pipeline] stream_teacher`` the teacher scores each rollout chunk as soon as the pool hands it
 over, while the step's other chunks still play; the learner still gets the whole batch, in the same
-order. Every collaborator is passed in (controller client, rollout pool, teacher client, learner),
-so the same function runs on the embedded default and on a cluster.
+order.
+
+Every task is played within its teacher's limit (asked before the step). A trajectory that still
+cannot be scored or trained on (no response fit at all; longer than a teacher restarted mid-step
+now takes) is dropped from the step: it becomes a failed episode with its reason
+(``EpisodeFailure.reason``), logged once with its task, and the loss weights are computed without
+it. A step with nothing left to train on stops the run (``NoTrajectoriesError``).
+
+Every collaborator is passed in (controller client, rollout pool, teacher client, learner), so the
+same function runs on the embedded default and on a cluster.
 """
 
+import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -17,9 +27,9 @@ from services.contracts.controller import StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.orchestrator import SourceStepMetrics, StepMetrics, StepTimes
 from services.contracts.records import TurnStatsRecord
-from services.contracts.rollout import EpisodeTask, RolloutResult
+from services.contracts.rollout import EpisodeFailure, EpisodeTask, FailureReason, RolloutResult
 from services.contracts.trajectory import Trajectory
-from services.errors import TurnOPDError
+from services.errors import InputError, TurnOPDError
 from services.orchestrator.busy_time import (
     Interval,
     PoolActivity,
@@ -28,9 +38,20 @@ from services.orchestrator.busy_time import (
     shared_seconds,
 )
 from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources, mixed_learner_batch
-from services.orchestrator.step_data import TeacherScores, supervised_trajectories
-from services.orchestrator.teacher_scores import ScoreStream, Teachers, score_after_rollouts
+from services.orchestrator.step_data import TeacherScores, has_supervised_tokens, supervised_trajectories
+from services.orchestrator.teacher_scores import (
+    Scored,
+    ScoreStream,
+    TeacherLimits,
+    Teachers,
+    Unscored,
+    limit_of,
+    score_after_rollouts,
+    teacher_limits,
+)
 from services.settings.tree import TurnOPDSettings
+
+log = logging.getLogger(__name__)
 
 
 class RolloutPoolLike(Protocol):
@@ -68,12 +89,13 @@ class StepOutcome:
 
 
 class NoTrajectoriesError(TurnOPDError, RuntimeError):
-    """Every episode of a step failed: there is nothing to train on."""
+    """Every episode of a step failed (or was dropped): there is nothing to train on."""
 
 
 @dataclass(frozen=True)
 class Played:
-    """A step's rollouts and the teacher's scores of its supervised trajectories (batch order)."""
+    """A step's rollouts and the teacher's scores of the trajectories it trains on (batch order);
+    ``rollout.failures`` also holds the trajectories the step dropped."""
 
     rollout: RolloutResult
     supervised: list[Trajectory]
@@ -98,21 +120,33 @@ def play_and_score(
     ``activity``: where the rollout pool's and the teacher's work is also marked as it happens.
     """
     temperature, top_k = settings.rollout.temperature, settings.distill.distill_topk
+    limits = teacher_limits(teacher)  # each step: a teacher restarted with a new limit counts from now
+    tasks = tasks_within(tasks, limits)
     rollout_busy = nullcontext() if activity is None else activity.busy("rollout")
     if not settings.pipeline.stream_teacher:
         with rollout_busy:
             rollout = pool.play(tasks, depths, temperature, weights_version)
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
-        scores, intervals = score_after_rollouts(teacher, supervised, top_k, activity)
-        return Played(rollout, supervised, scores, done, intervals)
-    with ScoreStream(teacher, top_k, activity) as stream:
+        scored, intervals = score_after_rollouts(teacher, supervised, top_k, activity, limits)
+        return trained_part(k, tasks, Played(rollout, supervised, [], done, intervals), scored, settings)
+    with ScoreStream(teacher, top_k, activity, limits) as stream:
         with rollout_busy:
             rollout = pool.play(tasks, depths, temperature, weights_version, on_result=stream.submit)
         done = _played(k, tasks, rollout)
         supervised = supervised_trajectories(rollout.trajectories)
-        scores = stream.collect(supervised)
-    return Played(rollout, supervised, scores, done, stream.intervals)
+        scored = stream.collect(supervised)
+    played = Played(rollout, supervised, [], done, stream.intervals)
+    return trained_part(k, tasks, played, scored, settings)
+
+
+def tasks_within(tasks: Sequence[EpisodeTask], limits: TeacherLimits) -> list[EpisodeTask]:
+    """``tasks``, each limited to what its teacher scores (``EpisodeTask.max_tokens``)."""
+    out = []
+    for task in tasks:
+        limit = limit_of(limits, task.env)
+        out.append(task if limit is None else task.model_copy(update={"max_tokens": limit.max_length}))
+    return out
 
 
 def _played(k: int, tasks: list[EpisodeTask], rollout: RolloutResult) -> float:
@@ -120,6 +154,80 @@ def _played(k: int, tasks: list[EpisodeTask], rollout: RolloutResult) -> float:
     if not rollout.trajectories:
         raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
     return time.perf_counter()
+
+
+def trained_part(
+    k: int, tasks: Sequence[EpisodeTask], played: Played, scored: Sequence[Scored], settings: TurnOPDSettings
+) -> Played:
+    """``played`` without the trajectories that cannot be trained on: those without a response (no
+    turn fit their limit) and those their teacher left ``Unscored``. Each becomes a failed episode
+    with its reason, logged here, once, with its task; NoTrajectoriesError if none is left.
+    ``scored``: the teacher's answer for each of ``played.supervised``."""
+    rollout = played.rollout
+    if len(scored) != len(played.supervised):
+        raise InputError(f"{len(scored)} teacher answers for {len(played.supervised)} trajectories")
+    answers = {id(tr): s for tr, s in zip(played.supervised, scored, strict=True)}
+    kept: list[int] = []
+    scores: list[TeacherScores] = []
+    dropped: list[EpisodeFailure] = []
+    for i, tr in enumerate(rollout.trajectories):
+        task = _task_of(rollout, tasks, i)
+        answer = answers.get(id(tr)) if has_supervised_tokens(tr) else None
+        if isinstance(answer, TeacherScores):
+            kept.append(i)
+            scores.append(answer)
+            continue
+        reason: FailureReason
+        if isinstance(answer, Unscored):
+            reason, error = "too_long", answer.reason
+        else:
+            reason, error = "no_response", _no_response_text(tr, task, settings.models.max_new_tokens)
+        log.warning(
+            "step %d: dropped episode %s (%s): %s; task %s",
+            k,
+            tr.episode_id,
+            reason,
+            error,
+            task.model_dump(exclude_none=True),
+        )
+        dropped.append(EpisodeFailure(task=task, error=error, worker=rollout.worker, reason=reason))
+    if not dropped:
+        return Played(rollout, played.supervised, scores, played.rollouts_done, played.teacher_intervals)
+    failures = [*rollout.failures, *dropped]
+    if not kept:
+        counts = ", ".join(f"{n} {why}" for why, n in Counter(f.reason for f in failures).items())
+        raise NoTrajectoriesError(
+            f"step {k}: all {len(tasks)} episodes failed or were dropped ({counts}); e.g. {failures[0].error}"
+        )
+    trajectories = [rollout.trajectories[i] for i in kept]
+    indices = None if rollout.task_indices is None else [rollout.task_indices[i] for i in kept]
+    trimmed = RolloutResult(
+        trajectories=trajectories,
+        failures=failures,
+        worker=rollout.worker,
+        weights_version=rollout.weights_version,
+        generated_tokens=rollout.generated_tokens,  # they were generated all the same
+        wall_s=rollout.wall_s,
+        task_indices=indices,
+    )
+    return Played(trimmed, trajectories, scores, played.rollouts_done, played.teacher_intervals)
+
+
+def _task_of(rollout: RolloutResult, tasks: Sequence[EpisodeTask], i: int) -> EpisodeTask:
+    """The task trajectory ``i`` of ``rollout`` played."""
+    if rollout.task_indices is not None:
+        return tasks[rollout.task_indices[i]]
+    if len(rollout.trajectories) == len(tasks):
+        return tasks[i]  # every task played, in order
+    raise InputError("the rollout result does not say which task each trajectory plays")
+
+
+def _no_response_text(trajectory: Trajectory, task: EpisodeTask, max_new_tokens: int) -> str:
+    limit = "the student's positions" if task.max_tokens is None else f"its limit of {task.max_tokens} tokens"
+    return (
+        f"no response fit: its first prompt of {len(trajectory.token_ids)} tokens and a response of up "
+        f"to {max_new_tokens} tokens exceed {limit}"
+    )
 
 
 def run_step(
@@ -204,6 +312,7 @@ def step_metrics(
         mean_turns=sum(len(t.turns) for t in trajs) / len(trajs),
         trajectories=len(trajs),
         failed_episodes=len(rollout.failures),
+        failure_reasons=dict(Counter(f.reason for f in rollout.failures)) or None,
         tokens=result.tokens,
         generated_tokens=rollout.generated_tokens,
         weights_version=result.weights_version,

@@ -1,7 +1,10 @@
 """A step's data shaped for the learner (pure: no Ray, FastAPI or Redis).
 
 1. ``supervised_trajectories``: the trajectories with at least one response token. Only they are
-   scored by the teacher and trained on; the others are dropped here, once, and nowhere else.
+   scored by the teacher and trained on; the step counts the others as failed episodes
+   (``no_response``). Each is scored and trained on up to its last response token only
+   (``scored_ids``): the tokens after it are read at no supervised position, so cutting them
+   loses nothing, and the last observation never costs the teacher's or the learner's context.
 2. ``TeacherScores``: the teacher's answer for one trajectory's supervised tokens, in order.
 3. ``learner_batch``: the blended per-token weights over the whole batch, and one
    ``LearnerSample`` per trajectory carrying its teacher top-K and the teacher's entropy summed per
@@ -39,6 +42,17 @@ def supervised_positions(trajectory: Trajectory) -> tuple[list[int], list[int]]:
         positions.extend(range(turn.response_start, turn.response_end))
         turns.extend([turn.index] * (turn.response_end - turn.response_start))
     return positions, turns
+
+
+def scored_length(trajectory: Trajectory) -> int:
+    """Tokens the teacher scores and the learner reads: up to the last response token (0: no turn)."""
+    return trajectory.turns[-1].response_end if trajectory.turns else 0
+
+
+def scored_ids(trajectory: Trajectory) -> list[int]:
+    """The trajectory's ids up to its last response token (a causal model reads nothing after it at
+    a supervised position: the last observation, an ``<|im_end|>`` closing a cut-off response)."""
+    return trajectory.token_ids[: scored_length(trajectory)]
 
 
 def has_supervised_tokens(trajectory: Trajectory) -> bool:
@@ -100,7 +114,7 @@ def build_samples(
             )
         samples.append(
             LearnerSample(
-                token_ids=tr.token_ids,
+                token_ids=scored_ids(tr),
                 positions=positions,
                 turn_index=turns,
                 token_weights=[seg_w[t] for t in turns],

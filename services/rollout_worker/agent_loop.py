@@ -8,11 +8,14 @@ then each response is parsed and validated client-side (``services.agent.tool_ca
 * an admissible action is stepped on the gateway; all steps of a turn run concurrently.
 
 An episode ends when the game is done; after ``h_roll`` turns (``truncated`` unless the game
-ended on that turn); or before a turn whose prompt plus ``max_new_tokens`` would exceed the
-model's positions (``truncated``). The observation after an episode's last turn is recorded in
-its ``TurnRecord`` but not appended to the token ids: the model never reads it. Finished
-episodes are deleted on the gateway at once. A gateway error loses one episode, which comes
-back as an ``EpisodeFailure``, never silently dropped.
+ended on that turn); or when its next turn would not fit its limit (``truncated``): the smaller of
+the model's positions and the task's ``max_tokens`` (a training run sets its teacher's limit
+there). A turn fits when its prompt plus ``max_new_tokens`` does; the observation is known only
+after the env step, so it is appended only if it and the next response fit, else the episode ends
+at its last response. Either way the observation after an episode's last turn is recorded in its
+``TurnRecord`` but not appended to the token ids: the model never reads it, and every token up to
+the last response's fits the limit. Finished episodes are deleted on the gateway at once. A
+gateway error loses one episode, which comes back as an ``EpisodeFailure``, never silently dropped.
 
 Sampling is seeded per turn from ``seed`` (``seeds.turn_seed``), so the same tasks, seed and
 weights replay the same trajectories.
@@ -76,6 +79,7 @@ class _Episode:
     conversation: Conversation
     admissible: list[str]
     protocol: EnvProtocol
+    max_tokens: int  # the episode's limit: the model's positions, or the task's max_tokens if less
     reminder: str | None = None
     turns: list[TurnRecord] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -126,15 +130,19 @@ async def play_episode_outcomes(
         raise InputError(f"h_roll must be >= 1, got {h_roll}")
     requests = [_create_request(task) for task in tasks]
     version = engine.weights_version
+    positions = engine.max_positions
     opened = await asyncio.gather(
-        *(_open(env, chat, t, r, worker, task_reminder) for t, r in zip(tasks, requests, strict=True))
+        *(
+            _open(env, chat, t, r, worker, task_reminder, positions)
+            for t, r in zip(tasks, requests, strict=True)
+        )
     )
     live = [e for e in opened if isinstance(e, _Episode)]
     try:
         for turn in range(h_roll):
             for episode in live:
-                if episode.running and len(episode.conversation) + max_new_tokens > engine.max_positions:
-                    episode.truncated = True  # the next response might not fit the model's context
+                if episode.running and len(episode.conversation) + max_new_tokens > episode.max_tokens:
+                    episode.truncated = True  # the next response might not fit the episode's limit
             playing = [e for e in live if e.running]
             if not playing:
                 break
@@ -142,7 +150,10 @@ async def play_episode_outcomes(
             generations = engine.generate([e.conversation.token_ids for e in playing], params)
             last = turn == h_roll - 1
             await asyncio.gather(
-                *(_play_turn(env, e, g, turn, last) for e, g in zip(playing, generations, strict=True))
+                *(
+                    _play_turn(env, e, g, turn, last, max_new_tokens)
+                    for e, g in zip(playing, generations, strict=True)
+                )
             )
             await _close(env, [e for e in live if not e.running and not e.closed])
         for episode in live:
@@ -165,7 +176,13 @@ def _create_request(task: EpisodeTask) -> EpisodeCreate:
 
 
 async def _open(
-    env: EpisodeClient, chat: ChatFormat, task: EpisodeTask, request: EpisodeCreate, worker: str, remind: bool
+    env: EpisodeClient,
+    chat: ChatFormat,
+    task: EpisodeTask,
+    request: EpisodeCreate,
+    worker: str,
+    remind: bool,
+    max_positions: int,
 ) -> "_Episode | EpisodeFailure":
     """Create the episode on the gateway (retrying while it is at capacity) and render its prompt."""
     for attempt in range(_BUSY_RETRIES + 1):
@@ -181,13 +198,15 @@ async def _open(
     protocol = env_protocol(task.env)
     conversation = protocol.chat(chat).start(first_user_message(start, protocol.list_actions))
     reminder = task_reminder(start, remind if task.task_reminder is None else task.task_reminder)
-    return _Episode(task, start, conversation, list(start.admissible_actions), protocol, reminder)
+    limit = max_positions if task.max_tokens is None else min(task.max_tokens, max_positions)
+    return _Episode(task, start, conversation, list(start.admissible_actions), protocol, limit, reminder)
 
 
 async def _play_turn(
-    env: EpisodeClient, episode: _Episode, generation: Generation, turn: int, last: bool
+    env: EpisodeClient, episode: _Episode, generation: Generation, turn: int, last: bool, max_new_tokens: int
 ) -> None:
-    """Record one response, act on it (feedback or env step), and append the observation."""
+    """Record one response, act on it (feedback or env step), and append the observation if it and
+    the next response fit the episode's limit (else the episode ends here, truncated)."""
     conversation = episode.conversation
     start, end = conversation.add_response_ids(generation.token_ids)
     episode.logprobs.extend(generation.logprobs)
@@ -221,8 +240,9 @@ async def _play_turn(
             observation=observation,
         )
     )
-    if episode.running and not last:
-        conversation.add_observation(observation)
+    room = episode.max_tokens - max_new_tokens
+    if episode.running and not last and not conversation.add_observation(observation, room):
+        episode.truncated = True  # the observation and the next response would not fit
 
 
 async def _step(env: EpisodeClient, episode: _Episode, command: str, turn: int) -> StepResult | None:

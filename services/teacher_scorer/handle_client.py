@@ -7,12 +7,19 @@ simply sent again; Serve routes it to a live replica (or holds it until a new on
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from ray import serve
 from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.handle import DeploymentHandle
 
-from services.contracts.teacher import PackedScoreRequest, PackedScoreResponse, ScoreRequest, ScoreResponse
+from services.contracts.teacher import (
+    PackedScoreRequest,
+    PackedScoreResponse,
+    ScoreRequest,
+    ScoreResponse,
+    TeacherContext,
+)
 from services.errors import TurnOPDError
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.ray_names import TEACHER_DEPLOYMENT as DEPLOYMENT_NAME
@@ -52,11 +59,19 @@ class TeacherHandleClient:
     ) -> None:
         self._handle = handle if handle is not None else serve.get_deployment_handle(DEPLOYMENT_NAME, app)
         self._policy = policy or RetryPolicy()
+        self.app = app
         self.retries = 0  # attempts that failed and were sent again, over this client's life
 
     async def score_packed(self, request: PackedScoreRequest) -> PackedScoreResponse:
-        """Score a packed request; InputError for bad input, retries on replica death."""
-        return await self._call(request)
+        """Score a packed request; InputError for bad input (``SequenceTooLongError`` for a sequence
+        longer than the teacher scores), retries on replica death."""
+        response: PackedScoreResponse = await self._call("score_packed", request)
+        return response
+
+    async def limits(self) -> TeacherContext:
+        """The longest sequence the teacher scores now (a replica's answer: after a restart, the new one's)."""
+        context: TeacherContext = await self._call("limits")
+        return context
 
     async def score_rows(self, rows: Sequence[ScoreRow], top_k: int | None = None) -> list[RowScores]:
         """Score numpy rows; ``top_k`` None means the deployment's distill_topk."""
@@ -67,11 +82,10 @@ class TeacherHandleClient:
         scores = unpack_scores(await self.score_packed(pack_request(request)))
         return response_from_scores(rows_from_request(request), scores)
 
-    async def _call(self, request: PackedScoreRequest) -> PackedScoreResponse:
+    async def _call(self, method: str, *args: Any) -> Any:
         for attempt in range(1, self._policy.max_attempts + 1):
             try:
-                response: PackedScoreResponse = await self._handle.score_packed.remote(request)
-                return response
+                return await getattr(self._handle, method).remote(*args)
             except RayTaskError as exc:
                 cause = _unwrap(exc)
                 if isinstance(cause, RETRYABLE) and attempt < self._policy.max_attempts:

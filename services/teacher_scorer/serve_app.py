@@ -22,6 +22,7 @@ from services.contracts.teacher import (
     PackedScoreResponse,
     ScoreRequest,
     ScoreResponse,
+    TeacherContext,
     TeacherReplicaStats,
 )
 from services.errors import InputError
@@ -118,6 +119,10 @@ class TeacherDeployment:
         except EngineBrokenError:
             self._metrics.set_healthy(False)
             raise
+
+    def limits(self) -> TeacherContext:
+        """The longest sequence this replica scores (its context and token budget)."""
+        return self._scorer.limits.context
 
     def stats(self) -> TeacherReplicaStats:
         return self._metrics.stats()

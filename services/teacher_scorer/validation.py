@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from services.contracts.teacher import TeacherContext
 from services.errors import InputError
 from services.teacher_scorer.engine import ScoreRow
 
@@ -24,6 +25,23 @@ class TeacherLimits:
     @property
     def max_length(self) -> int:
         return min(self.max_context, self.token_budget)
+
+    @property
+    def context(self) -> TeacherContext:
+        """What the teacher reports of these limits (``TeacherDeployment.limits``)."""
+        return TeacherContext(max_context=self.max_context, token_budget=self.token_budget)
+
+
+class SequenceTooLongError(InputError):
+    """A sequence is longer than the teacher scores; carries the teacher's limits, so a caller can
+    drop what does not fit and send the rest again (a replica restarted with a lower context)."""
+
+    def __init__(self, index: int, length: int, context: TeacherContext) -> None:
+        super().__init__(f"sequence {index}: {length} tokens exceed {context.limit_text}")
+        self.index, self.length, self.context = index, length, context
+
+    def __reduce__(self) -> tuple[type["SequenceTooLongError"], tuple[int, int, TeacherContext]]:
+        return SequenceTooLongError, (self.index, self.length, self.context)
 
 
 def validate_top_k(top_k: int, limits: TeacherLimits) -> None:
@@ -42,12 +60,7 @@ def validate_row(index: int, row: ScoreRow, limits: TeacherLimits) -> None:
     if length < 2:
         raise InputError(f"{where}: needs at least 2 tokens, got {length}")
     if length > limits.max_length:
-        cause = (
-            f"the teacher's context of {limits.max_context}"
-            if limits.max_context <= limits.token_budget
-            else f"teacher.token_budget = {limits.token_budget} (raise it to score longer sequences)"
-        )
-        raise InputError(f"{where}: {length} tokens exceed {cause}")
+        raise SequenceTooLongError(index, length, limits.context)
     bad_ids = np.flatnonzero((row.token_ids_T < 0) | (row.token_ids_T >= limits.vocab_size))
     if bad_ids.size:
         i = int(bad_ids[0])

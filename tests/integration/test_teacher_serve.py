@@ -12,7 +12,7 @@ import ray
 import torch
 from ray import serve
 
-from services.contracts.teacher import ScoreRequest, ScoreSequence
+from services.contracts.teacher import ScoreRequest, ScoreSequence, TeacherContext
 from services.errors import ConfigError, InputError
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.teacher_scorer.engine import ScoreRow
@@ -22,6 +22,7 @@ from services.teacher_scorer.random_checkpoint import RandomQwen3Spec, cached_ra
 from services.teacher_scorer.retry import RetryPolicy
 from services.teacher_scorer.serve_app import build_app
 from services.teacher_scorer.transformers_engine import load_teacher_model
+from services.teacher_scorer.validation import SequenceTooLongError
 
 TOKEN = "teacher-serve-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -172,6 +173,13 @@ def test_bad_input_is_rejected_by_name_and_the_replica_keeps_serving(teacher):
             await client.score_rows([ScoreRow(np.array([600, 1]), np.array([1]))], top_k=3)
         with pytest.raises(InputError, match=r"top_k must be in \[1, 512\]"):
             await client.score_rows(_rows(seed=1, lengths=[4]), top_k=1000)
+        # the teacher reports its limit, and a refusal as too long names it (typed, over the handle)
+        assert await client.limits() == TeacherContext(max_context=SPEC.max_context, token_budget=1024)
+        with pytest.raises(
+            SequenceTooLongError, match="300 tokens exceed the teacher's context of 256"
+        ) as too_long:
+            await client.score_rows(_rows(seed=3, lengths=[5, 300]), top_k=3)
+        assert (too_long.value.index, too_long.value.context.max_length) == (1, 256)
         return await client.score_rows(_rows(seed=2, lengths=[6]), top_k=3)
 
     good = asyncio.run(over_handle())

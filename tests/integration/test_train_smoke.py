@@ -58,6 +58,23 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     assert resumed[2].loss == pytest.approx(before[2], rel=1e-3)  # same weights, same rollouts, same step
 
 
+def test_train_within_a_teacher_context_shorter_than_the_episodes(ray_session, tmp_path):
+    """Issue 38: the smoke episodes grow past 900 tokens, and a teacher that takes 600 refused the
+    whole request, ending the run at step 1. Each task now plays within its teacher's limit."""
+    config = smoke_config(tmp_path)
+    config.write_text(config.read_text().replace("[teacher]\n", "[teacher]\nmax_context = 600\n"))
+    settings = load_settings(config)
+    assert settings.teacher.max_context == 600
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    assert train(settings, run, lambda m: None, lambda e: None) == 3
+    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in metrics] == [1, 2, 3]
+    assert all(m.failed_episodes == 0 and m.tokens > 0 for m in metrics)
+    # the limit, not the depth cap, ended the first probe's episodes (none is won this early)
+    assert metrics[0].truncated_rate == 1.0 and metrics[0].mean_turns < metrics[0].h_roll == 6
+
+
 def test_train_overlapped_then_resume(ray_session, tmp_path):
     """Staleness 1 with streamed scoring: every step once, the weights each step played, the controller
     equal to `turnopd controller replay --lag 1`, and a resume that plays on the checkpoint's weights."""

@@ -124,6 +124,17 @@ def test_a_cut_off_response_gets_an_end_of_turn_outside_its_span(chat: ChatForma
     assert conversation.awaiting_response
 
 
+def test_an_observation_that_would_not_fit_is_not_appended(chat: ChatFormat):
+    conversation = chat.start(task_message(OBJECTIVE, FIRST_OBS))
+    conversation.add_response_text(format_response("look"))
+    before = conversation.token_ids
+    shown = len(chat.tokenizer.encode(chat.observation_text("Nothing happens."), add_special_tokens=False))
+    assert not conversation.add_observation("Nothing happens.", max_length=len(before) + shown - 1)
+    assert conversation.token_ids == before and not conversation.awaiting_response
+    assert conversation.add_observation("Nothing happens.", max_length=len(before) + shown)
+    assert len(conversation) == len(before) + shown and conversation.awaiting_response
+
+
 def test_turns_must_alternate_response_then_observation(chat: ChatFormat):
     conversation = chat.start(task_message(OBJECTIVE, FIRST_OBS))
     with pytest.raises(ConflictError):

@@ -12,7 +12,7 @@ def test_every_run_file_record_leaves_out_its_later_fields_while_none():
     assert {c: c.LEFT_OUT_WHEN_NONE for c in (StepDecision, TurnStatsRecord, StepMetrics, EvalRecord)} == {
         StepDecision: ("planned_from", "env"),
         TurnStatsRecord: ("env",),
-        StepMetrics: ("sources",),
+        StepMetrics: ("sources", "failure_reasons"),
         EvalRecord: ("env",),
     }
     for kind in (StepDecision, TurnStatsRecord, StepMetrics, EvalRecord):

@@ -50,6 +50,7 @@ def test_step_trains_on_the_supervised_trajectories_with_their_teacher_scores():
     (batch,) = learner.batches
     assert (batch.step, batch.probe, batch.alpha, batch.h_roll) == (4, True, 0.5, 6)
     assert [s.positions for s in batch.samples] == [[2, 3, 6], [1], [2, 3, 4]]  # a, c, d: b dropped
+    assert [len(s.token_ids) for s in batch.samples] == [7, 2, 5]  # each up to its last response token
     assert [s.teacher_top_ids.unpack()[:, 0].tolist() for s in batch.samples] == [[2, 3, 6], [1], [2, 3, 4]]
     assert [h for s in batch.samples for h in s.turn_entropy_sum or []] == pytest.approx([0.5, 0.6, 0.1, 0.9])
     assert sum(w for s in batch.samples for w in s.token_weights) == pytest.approx(1.0)
@@ -59,7 +60,9 @@ def test_step_trains_on_the_supervised_trajectories_with_their_teacher_scores():
     ((step, stats),) = controller.ingested
     assert step == 4 and stats is not None and stats.survivors == [3, 1]
     m = out.metrics
-    assert (m.trajectories, m.success_rate, m.tokens, m.weights_version) == (4, 0.25, 7, 4)
+    # b has no response to train on: dropped, and counted as a failed episode with its reason
+    assert (m.trajectories, m.success_rate, m.tokens, m.weights_version) == (3, 1 / 3, 7, 4)
+    assert (m.failed_episodes, m.failure_reasons) == (1, {"no_response": 1})
     assert (m.rollout_weights_version, m.weights_lag) == (3, 0)  # played with the weights step 4 updated
     times = m.times
     assert times.total_s == pytest.approx(
@@ -175,10 +178,11 @@ def test_a_multi_source_step_plans_scores_weighs_and_ingests_each_source_on_its_
     ]
     tasks = [EpisodeTask(env=e, split="train", seed=i) for i, e in enumerate(["alfworld"] * 3 + ["search"])]
     controller, pool, learner = EnvController(), DepthPool(trajectories), FakeLearner()
-    household, search = FakeTeacher(), FakeTeacher()
+    household, search = FakeTeacher(), FakeTeacher(max_context=700)
     out = run_step(4, tasks, mixed, controller, pool, {"alfworld": household, "search": search}, learner, 0.0)
 
     assert pool.depths == [8, 8, 8, 3]  # each task at its source's depth
+    assert [t.max_tokens for t in pool.tasks] == [8192, 8192, 8192, 700]  # and its own teacher's limit
     assert household.requests == [[3, 1]] and search.requests == [[3]]
     (batch,) = learner.batches
     a, c, d = batch.samples
@@ -197,9 +201,10 @@ def test_a_multi_source_step_plans_scores_weighs_and_ingests_each_source_on_its_
     ]
     sources = out.metrics.sources
     assert sources is not None and [(s.env, s.h_roll, s.h_bar, s.trajectories) for s in sources] == [
-        ("alfworld", 8, 4.5, 3),
+        ("alfworld", 8, 4.5, 2),  # b, without a response, is alfworld's failed episode
         ("search", 3, 2.0, 1),
     ]
+    assert [s.failed_episodes for s in sources] == [1, 0]
     assert out.metrics.model_dump()["sources"][1]["env"] == "search"
     assert (
         "sources"
@@ -207,3 +212,57 @@ def test_a_multi_source_step_plans_scores_weighs_and_ingests_each_source_on_its_
             4, TASKS, settings(), FakeController(), FakePool(), FakeTeacher(), FakeLearner(), 0.0
         ).metrics.model_dump()
     )
+
+
+def test_every_task_plays_within_its_teachers_limit_as_the_teacher_reports_it_each_step():
+    teacher, pool = FakeTeacher(max_context=600), FakePool()
+    run_step(4, TASKS, settings(), FakeController(), pool, teacher, FakeLearner(), 0.0)
+    assert [t.max_tokens for t in pool.tasks] == [600] * 4
+    teacher.context = teacher.context.model_copy(update={"token_budget": 300})  # restarted lower
+    pool = FakePool()
+    run_step(4, TASKS, settings(), FakeController(), pool, teacher, FakeLearner(), 0.0)
+    assert [t.max_tokens for t in pool.tasks] == [300] * 4
+    assert [t.model_copy(update={"max_tokens": None}) for t in pool.tasks] == TASKS
+
+
+class RestartedTeacher(FakeTeacher):
+    """Reported 8192 tokens when the step began; a restart since left it 6."""
+
+    async def limits(self):
+        return self.context.model_copy(update={"max_context": 8192})
+
+
+@pytest.mark.parametrize("teacher_kind", [FakeTeacher, RestartedTeacher])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_trajectory_its_teacher_cannot_score_is_dropped_counted_and_logged_once(
+    teacher_kind, stream, caplog
+):
+    """a (7 tokens to score) exceeds the teacher's 6: the step trains on c and d alone, never on a
+    zero score, and counts a as failed with its reason; b has no response at all."""
+    controller, learner = FakeController(), FakeLearner()
+    with caplog.at_level("WARNING", logger="services.orchestrator.step"):
+        out = run_step(4, TASKS, settings(stream), controller, FakePool(), teacher_kind(6), learner, 0.0)
+    (batch,) = learner.batches
+    assert [s.positions for s in batch.samples] == [[1], [2, 3, 4]]  # c and d
+    assert sum(w for s in batch.samples for w in s.token_weights) == pytest.approx(1.0)
+    m = out.metrics
+    assert (m.trajectories, m.failed_episodes, m.failure_reasons) == (2, 2, {"no_response": 1, "too_long": 1})
+    assert m.tokens == 4 and m.success_rate == 0.0  # a, the won episode, is not trained on
+    ((_, stats),) = controller.ingested
+    assert stats is not None and stats.survivors == [2]  # the controller sees c and d only (a turn each)
+    dropped = [r.getMessage() for r in caplog.records if "dropped episode" in r.getMessage()]
+    assert len(dropped) == 2
+    assert "dropped episode a (too_long): 7 tokens to score exceed the teacher's context of 6" in dropped[0]
+    assert "'seed': 0" in dropped[0] and "dropped episode b (no_response)" in dropped[1]
+
+
+def test_a_step_whose_every_trajectory_is_dropped_stops_the_run_naming_why():
+    a, b, _, d = TRAJECTORIES
+    message = (
+        r"step 4: all 3 episodes failed or were dropped \(2 too_long, 1 no_response\); "
+        r"e\.g\. 7 tokens to score exceed the teacher's context of 4"
+    )
+    with pytest.raises(NoTrajectoriesError, match=message):
+        run_step(
+            4, TASKS[:3], settings(), FakeController(), FakePool([a, b, d]), FakeTeacher(4), FakeLearner(), 0
+        )

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from step_fakes import TRAJECTORIES, FakePool, FakeTeacher
 
+from services.contracts.teacher import TeacherContext
 from services.errors import InputError
 from services.orchestrator.step_data import supervised_trajectories
-from services.orchestrator.teacher_scores import ScoreStream, score_after_rollouts
+from services.orchestrator.teacher_scores import ScoreStream, Unscored, score_after_rollouts, teacher_limits
+from services.teacher_scorer.validation import SequenceTooLongError
 
 SUPERVISED = supervised_trajectories(TRAJECTORIES)
 
@@ -75,3 +77,59 @@ def test_each_trajectory_is_scored_by_its_sources_teacher_in_batch_order():
         pytest.raises(InputError, match="no teacher for env 'search'"),
     ):
         stream.collect(mixed)
+
+
+def context(tokens):
+    return TeacherContext(max_context=tokens, token_budget=16384)
+
+
+def test_rows_end_at_the_last_response_token():
+    teacher = FakeTeacher()
+    score_after_rollouts(teacher, SUPERVISED, top_k=2)
+    assert teacher.lengths == [[7, 2, 5]]  # a, c, d end at 7, 2 and 5 of their 12 tokens
+
+
+def test_what_exceeds_its_teachers_limit_is_not_sent_and_comes_back_unscored():
+    """a scores 7 tokens; its teacher takes 6: it is never sent, never scored as zero."""
+    for stream in (False, True):
+        teacher = FakeTeacher(max_context=6)
+        limits = teacher_limits(teacher)
+        assert limits == {None: context(6)}
+        if stream:
+            with ScoreStream(teacher, 2, limits=limits) as scoring:
+                scoring.submit(FakePool().result(TRAJECTORIES))
+                scores = scoring.collect(SUPERVISED)
+        else:
+            scores, _ = score_after_rollouts(teacher, SUPERVISED, top_k=2, limits=limits)
+        assert scores[0] == Unscored("7 tokens to score exceed the teacher's context of 6")
+        assert top_ids(scores[1:]) == [[1], [2, 3, 4]]
+        assert [n for request in teacher.lengths for n in request] == [2, 5]
+
+
+def test_a_teacher_that_lowered_its_limit_since_the_step_began_gets_the_rest_again():
+    """The step asked before a restart (8192); the new replica refuses a, naming its limit of 6."""
+    teacher = FakeTeacher(max_context=6)
+    scores, _ = score_after_rollouts(teacher, SUPERVISED, top_k=2, limits={None: context(8192)})
+    assert isinstance(scores[0], Unscored) and "exceed the teacher's context of 6" in scores[0].reason
+    assert top_ids(scores[1:]) == [[1], [2, 3, 4]]
+    assert teacher.lengths == [[7, 2, 5], [2, 5]]  # refused whole, then sent without a
+    household, search = FakeTeacher(), FakeTeacher(max_context=4)
+    mixed = [SUPERVISED[0], *(t.model_copy(update={"env": "search"}) for t in SUPERVISED[1:])]
+    teachers = {"alfworld": household, "search": search}
+    assert teacher_limits(teachers) == {"alfworld": context(8192), "search": context(4)}
+    scores, _ = score_after_rollouts(teachers, mixed, top_k=2, limits=teacher_limits(teachers))
+    assert [type(s).__name__ for s in scores] == ["TeacherScores", "TeacherScores", "Unscored"]
+    assert household.lengths == [[7]] and search.lengths == [[2]]  # each source's own teacher's limit
+
+
+class StubbornTeacher(FakeTeacher):
+    """Refuses as too long a row within the limit it reports: a bug, not a restart."""
+
+    async def score_rows(self, rows, top_k):
+        raise SequenceTooLongError(0, rows[0].length, self.context)
+
+
+def test_a_refusal_that_does_not_lower_the_limit_fails_the_request():
+    teacher = StubbornTeacher()
+    with pytest.raises(SequenceTooLongError, match="7 tokens exceed"):
+        score_after_rollouts(teacher, SUPERVISED, top_k=2, limits=teacher_limits(teacher))

@@ -214,15 +214,51 @@ def test_scripted_play_steps_admissible_actions_and_stops_when_done(chat):
     assert sorted(env.deleted) == sorted(env.created)
 
 
+def prompt_length(chat: ChatFormat, seed: int) -> int:
+    start = asyncio.run(FakeGateway().create_episode(EpisodeCreate(env="alfworld", split="train", seed=seed)))
+    return len(chat.start(first_user_message(start)))
+
+
+def assert_ends_within(chat: ChatFormat, trajectory: Trajectory, limit: int, max_new_tokens: int) -> None:
+    """Truncated at its last response, everything up to it within ``limit``, and the last
+    observation left out because it and the next response would not have fit."""
+    last = trajectory.turns[-1]
+    assert trajectory.truncated and last.response_end <= limit
+    assert len(trajectory.token_ids) <= last.response_end + 1  # at most the <|im_end|> closing it
+    shown = len(chat.tokenizer.encode(chat.observation_text(last.observation), add_special_tokens=False))
+    assert len(trajectory.token_ids) + shown + max_new_tokens > limit
+
+
 def test_context_limit_truncates_before_the_model_runs_out_of_positions(chat):
-    engine = ScriptedEngine(chat, {0: [call("look")] * 10}, max_positions=0)
-    env = FakeGateway()
-    start = asyncio.run(env.create_episode(EpisodeCreate(env="alfworld", split="train", seed=0)))
-    prompt_len = len(chat.start(first_user_message(start)))
-    engine._max = prompt_len + 200  # room for the first turns only
-    (trajectory,), _ = play(engine, chat, env, [0], h_roll=10, max_new_tokens=64)
-    assert trajectory.truncated and 1 <= len(trajectory.turns) < 10
-    assert len(trajectory.token_ids) + 64 > engine.max_positions
+    engine = ScriptedEngine(chat, {0: [call("look")] * 10})
+    engine._max = prompt_length(chat, 0) + 200  # room for the first turns only
+    (trajectory,), _ = play(engine, chat, FakeGateway(), [0], h_roll=10, max_new_tokens=64)
+    assert 1 <= len(trajectory.turns) < 10
+    assert_ends_within(chat, trajectory, engine.max_positions, 64)
+
+
+def test_a_tasks_max_tokens_below_the_models_positions_bounds_its_trajectory(chat):
+    """A run's teacher may take fewer tokens than the student's positions: each task carries its
+    limit, and the trajectory, up to its last response token, never exceeds it."""
+    script = {s: [call("look")] * 10 for s in (0, 1)}
+    limit = prompt_length(chat, 0) + 150
+    tasks = [
+        EpisodeTask(env="alfworld", split="train", seed=0, max_tokens=limit),
+        EpisodeTask(env="alfworld", split="train", seed=1),  # the model's 8192 positions
+    ]
+    (bounded, free), failures = asyncio.run(
+        play_episodes(ScriptedEngine(chat, script), chat, FakeGateway(), tasks, 10, 1.0, 48, 0)
+    )
+    assert failures == [] and 1 <= len(bounded.turns) < 10
+    assert_ends_within(chat, bounded, limit, 48)
+    assert len(free.turns) == 10  # the other episode of the batch plays to its depth cap
+
+
+def test_a_task_whose_first_prompt_leaves_no_room_plays_no_turn(chat):
+    task = EpisodeTask(env="alfworld", split="train", seed=0, max_tokens=prompt_length(chat, 0) + 10)
+    engine = ScriptedEngine(chat, {0: [call("look")]})
+    (trajectory,), _ = asyncio.run(play_episodes(engine, chat, FakeGateway(), [task], 3, 1.0, 16, 0))
+    assert trajectory.truncated and trajectory.turns == [] and engine.batches == []
 
 
 def test_env_errors_lose_one_episode_each_and_the_rest_play_on(chat):

@@ -1,11 +1,14 @@
 """Bad requests become InputErrors that name the problem."""
 
+import pickle
+
 import numpy as np
 import pytest
 
+from services.contracts.teacher import TeacherContext
 from services.errors import InputError
 from services.teacher_scorer.engine import ScoreRow
-from services.teacher_scorer.validation import TeacherLimits, validate_rows
+from services.teacher_scorer.validation import SequenceTooLongError, TeacherLimits, validate_rows
 
 LIMITS = TeacherLimits(vocab_size=100, max_context=32, token_budget=64, max_top_k=100)
 
@@ -52,3 +55,20 @@ def test_an_engine_cap_on_top_k_is_named():
     limits = TeacherLimits(vocab_size=100, max_context=32, token_budget=64, max_top_k=20)
     with pytest.raises(InputError, match=r"\[1, 20\] \(the engine's log-prob cap\), got 21"):
         validate_rows([row([1, 2], [1])], 21, limits)
+
+
+def test_a_sequence_too_long_names_the_teachers_limits_and_survives_pickling():
+    """The caller learns the replica's limit from the refusal (a teacher restarted with a lower
+    context), across Ray's process boundary."""
+    with pytest.raises(SequenceTooLongError) as caught:
+        validate_rows([row([1, 2], [1]), row(list(range(40)), [1])], 5, LIMITS)
+    error = caught.value
+    assert (error.index, error.length, error.context) == (1, 40, LIMITS.context)
+    assert error.context == TeacherContext(max_context=32, token_budget=64) and error.context.max_length == 32
+    again = pickle.loads(pickle.dumps(error))
+    assert isinstance(again, InputError) and str(again) == str(error) == (
+        "sequence 1: 40 tokens exceed the teacher's context of 32"
+    )
+    assert again.context == error.context
+    budget = TeacherContext(max_context=128, token_budget=16)
+    assert budget.max_length == 16 and budget.limit_text.startswith("teacher.token_budget = 16")
