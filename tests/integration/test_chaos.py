@@ -1,15 +1,18 @@
 """Chaos: a real training run during which every service is replaced once, and a rollout worker and the
 controller are SIGKILLed; once synchronous, once with rollouts overlapping the learner (staleness 1).
 
-Restarts go through ``services.operations.run_client`` (what `turnopd restart` calls); one goes
-through the `turnopd restart` CLI in a subprocess and one `turnopd status --json` is read the same
-way. Afterwards every step 1..K is logged exactly once with nothing lost, each with the weights
-version the staleness allows, the controller's H_bar series equals an independent replay of the
-run's probes under that staleness, and the final weights version is K.
+Every restart is issued as a user does, by `turnopd restart NAME` in a separate process, and lands
+at a seeded random moment inside a step (rollout, scoring, the learner's update, a plan or an
+ingest), not only between steps: after step k's callback each action waits a random part of the
+step's time. The seed and the moments are printed (``TURNOPD_CHAOS_SEED`` replays them; the run's
+own timing still varies). Afterwards every step 1..K is logged exactly once with nothing lost, each
+with the weights version the staleness allows, the controller's H_bar series equals an independent
+replay of the run's probes under that staleness, and the final weights version is K.
 """
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -26,7 +29,6 @@ from rollout_fixtures import override_sections, short_run, smoke_config
 from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import ControllerHealth, RestartResult, RunStatus, WorkerHealth
 from services.contracts.orchestrator import StepMetrics
-from services.operations.run_client import submit_restart
 from services.orchestrator.pipeline import train
 from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
@@ -35,6 +37,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 8
 OVERRIDES = short_run(STEPS, "rollout_workers = 2", "restart_timeout_s = 180.0")
+SEED = int(os.environ.get("TURNOPD_CHAOS_SEED", "33"))
 
 
 def chaos_config(tmp_path: Path) -> Path:
@@ -60,9 +63,10 @@ def worker_health(name: str) -> WorkerHealth:
 def chaos_run(
     tmp_path: Path, staleness: int, on_step_services: dict[int, list[str]]
 ) -> tuple[Any, RunDir, dict]:
-    """Train ``chaos_config`` with ``[pipeline] max_staleness = staleness``; after step k, do the
-    services listed for k (``restart:NAME``, ``cli-restart:NAME``, ``cli-status``, ``sigkill:worker``,
-    ``sigkill:controller``). Returns the settings, the run and what the background actions saw."""
+    """Train ``chaos_config`` with ``[pipeline] max_staleness = staleness``; after step k, at a random
+    moment of the next step, do the actions listed for k (``restart:NAME`` by the CLI, ``cli-status``,
+    ``sigkill:worker``, ``sigkill:controller``). Returns the settings, the run and what the background
+    actions saw."""
     config = chaos_config(tmp_path)
     steps = max(on_step_services) + 1
     config.write_text(
@@ -75,22 +79,28 @@ def chaos_run(
     run.create(settings.model_dump_json())
     background: list[threading.Thread] = []
     seen: dict[str, Any] = {}
+    rng = random.Random(f"{SEED}/{staleness}")
 
-    def later(fn, *args) -> None:
-        thread = threading.Thread(target=fn, args=args, daemon=True)
+    restarting: list[threading.Thread] = []
+
+    def later(delay: float, fn, *args) -> threading.Thread:
+        def go() -> None:
+            time.sleep(delay)
+            fn(*args)
+
+        thread = threading.Thread(target=go, daemon=True)
         thread.start()
         background.append(thread)
+        return thread
 
     def sigkill_worker() -> None:
         before = worker_health("rollout-worker-1").pid
-        time.sleep(1.0)  # land inside the next step's rollout
         os.kill(before, signal.SIGKILL)
         seen["killed_pid"] = before
 
     def sigkill_controller() -> None:
         actor = ray.get_actor("controller", namespace="turnopd")
         before: ControllerHealth = ray.get(actor.health.remote(), timeout=60)
-        time.sleep(0.5)
         os.kill(before.pid, signal.SIGKILL)  # Ray restarts it; it reloads its state from Redis
         after: ControllerHealth = ray.get(actor.health.remote(), timeout=120)
         seen["controller_pids"] = (before.pid, after.pid)
@@ -99,22 +109,25 @@ def chaos_run(
         seen[f"cli_{service}"] = cli("restart", service, "--timeout", "600")
 
     def cli_status() -> None:
+        for thread in restarting:  # the restarts filed so far have answered (they run one at a time)
+            thread.join(timeout=600)
         seen["status"] = cli("status", "--json")
 
     def on_step(m: StepMetrics) -> None:
         for action in on_step_services.get(m.step, []):
             kind, _, name = action.partition(":")
+            # somewhere inside the next step (a step after a recovery can be long: at most 8 s)
+            delay = round(rng.uniform(0.0, min(m.times.total_s, 8.0)), 2)
+            print(f"chaos seed {SEED}, staleness {staleness}: {action} at step {m.step} + {delay:.2f} s")
             match kind:
                 case "restart":
-                    submit_restart(name)
-                case "cli-restart":
-                    later(cli_restart, name)
+                    restarting.append(later(delay, cli_restart, name))
                 case "cli-status":
-                    later(cli_status)
+                    later(delay, cli_status)
                 case "sigkill" if name == "worker":
-                    later(sigkill_worker)
+                    later(delay, sigkill_worker)
                 case "sigkill" if name == "controller":
-                    later(sigkill_controller)
+                    later(delay, sigkill_controller)
                 case _:
                     raise AssertionError(action)
 
@@ -152,10 +165,16 @@ def check_chaos_run(
     assert by_service["learner"].step in learner_after  # at a step boundary, after the request
     assert all(1 <= r.step < steps for r in results)
 
-    # the CLI paths: `turnopd restart env-gateway` and `turnopd status --json` against the live run
-    restarted = seen["cli_env-gateway"]
-    assert restarted.returncode == 0, restarted.stderr
-    assert "env gateway replaced" in restarted.stdout
+    # the CLI paths: every `turnopd restart NAME` and `turnopd status --json` against the live run
+    for service, said in (
+        ("env-gateway", "env gateway replaced"),
+        ("controller", "controller replaced"),
+        ("learner", "learner replaced"),
+        ("rollout-worker-0", "rollout-worker-0 replaced"),
+    ):
+        restarted = seen[f"cli_{service}"]
+        assert restarted.returncode == 0, restarted.stderr
+        assert said in restarted.stdout, restarted.stdout
     shown = seen["status"]
     assert shown.returncode == 0, shown.stderr
     status = RunStatus.model_validate_json(shown.stdout)
@@ -180,26 +199,27 @@ def test_every_service_restarted_during_training(ray_session, tmp_path):
     schedule = {
         1: ["restart:rollout-worker-0", "sigkill:worker"],
         2: ["restart:teacher"],
-        3: ["cli-restart:env-gateway"],
+        3: ["restart:env-gateway"],
         4: ["restart:controller", "restart:redis"],
         5: ["restart:learner"],
-        6: ["cli-status"],
-        7: ["sigkill:controller"],
+        6: ["cli-status", "sigkill:controller"],
+        7: [],  # a last step: every action above lands inside the run
     }
     settings, run, seen = chaos_run(tmp_path, 0, schedule)
     assert settings.optim.steps == STEPS
-    check_chaos_run(settings, run, seen, learner_after=(5, 6), status_after=6)
+    check_chaos_run(settings, run, seen, learner_after=(5, 6, 7), status_after=6)
 
 
 def test_every_service_restarted_while_rollouts_overlap_the_learner(ray_session, tmp_path):
-    """The same with staleness 1 and streamed scoring, the restarts packed into 7 steps."""
+    """The same with staleness 1 and streamed scoring, the restarts packed into the first 4 steps."""
     schedule = {
         1: ["restart:rollout-worker-0", "sigkill:worker"],
-        2: ["restart:teacher", "cli-restart:env-gateway"],
+        2: ["restart:teacher", "restart:env-gateway"],
         3: ["restart:controller", "restart:redis"],
         4: ["restart:learner"],
         5: ["cli-status"],
         6: ["sigkill:controller"],
+        7: [],  # a last step: every action above lands inside the run
     }
     settings, run, seen = chaos_run(tmp_path, 1, schedule)
-    check_chaos_run(settings, run, seen, learner_after=(4, 5), status_after=5)
+    check_chaos_run(settings, run, seen, learner_after=(4, 5, 6), status_after=5)
