@@ -79,7 +79,7 @@ class TeacherHttpClient(AsyncHttpClient):
             else:
                 if response.status_code < 400:
                     return response
-                detail = _detail(response)
+                detail = error_detail(response)
                 if 400 <= response.status_code < 500:
                     raise InputError(f"teacher rejected the request ({response.status_code}): {detail}")
                 if response.status_code != 503 or last:
@@ -92,7 +92,8 @@ class TeacherHttpClient(AsyncHttpClient):
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _detail(response: httpx.Response) -> str:
+def error_detail(response: httpx.Response) -> str:
+    """The error message of a failed answer: its JSON `detail` (or the whole JSON), else its text."""
     try:
         payload = response.json()
     except ValueError:

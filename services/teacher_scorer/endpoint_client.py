@@ -1,0 +1,134 @@
+"""A teacher reached as an OpenAI-compatible server (vLLM, SGLang, or our own app) that returns prompt
+log-probs: ``POST {base_url}/v1/completions`` with the rows' token ids and ``prompt_logprobs = K``.
+
+It offers the orchestrator what the Serve handle client does (``score_rows``), so the step does not
+know which kind of teacher it talks to. Every call opens its own connection pool: the orchestrator
+scores from more than one event loop (``asyncio.run`` per step, the stream's own loop), and an
+``httpx.AsyncClient`` must not outlive the loop it was used in.
+
+A down, overloaded or rate-limited server (connection refused, 5xx, 429) is retried with bounded
+back-off, a 429's ``Retry-After`` honoured; scoring is a pure function of its input, so a resend is
+safe. When the attempts are spent the run stops with an error saying how to resume it.
+"""
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+
+import httpx
+import numpy as np
+
+from services.contracts.completions import CompletionResponse
+from services.errors import ConfigError, InputError
+from services.service_auth import auth_headers
+from services.teacher_scorer.completions_codec import completion_request, scores_from_completion
+from services.teacher_scorer.engine import RowScores, ScoreRow
+from services.teacher_scorer.http_client import RETRYABLE_ERRORS, TeacherHttpError, error_detail
+from services.teacher_scorer.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+# The longest Retry-After honoured: a server asking for more is asked again sooner.
+MAX_RETRY_AFTER_S = 60.0
+# How servers name their cap on K: vLLM ("... greater than max allowed: 20") and our app
+# ("top_k must be in [1, 512]").
+_CAP_PATTERNS = (
+    re.compile(r"greater than max allowed:?\s*(\d+)"),
+    re.compile(r"top_k must be in \[1, (\d+)\]"),
+)
+
+
+class TopKAboveCapError(ConfigError):
+    """The endpoint returns fewer log-probs per position than the run's top-K."""
+
+
+class EndpointTeacherClient:
+    """Scores rows through an OpenAI-compatible ``/v1/completions`` (``model``: its served model name;
+    ``api_key``: sent as a bearer token)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        default_top_k: int = 50,
+        policy: RetryPolicy | None = None,
+        timeout_s: float = 300.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = f"{base_url.rstrip('/')}/v1/completions"
+        self.model = model
+        self._headers = {"content-type": "application/json"} | auth_headers(api_key)
+        self._default_top_k = default_top_k
+        self._policy = policy or RetryPolicy()
+        self._timeout_s = timeout_s
+        self._transport = transport
+        self.retries = 0  # attempts that failed and were sent again, over this client's life
+
+    async def score_rows(self, rows: Sequence[ScoreRow], top_k: int | None = None) -> list[RowScores]:
+        """Score numpy rows at ``top_k`` (None: the run's distill_topk); every row in one request."""
+        k = top_k or self._default_top_k
+        body = completion_request(rows, k, self.model).model_dump_json(exclude_none=True)
+        response = await self._post(body)
+        return scores_from_completion(CompletionResponse.model_validate_json(response.content), rows, k)
+
+    async def check_top_k(self, top_k: int) -> None:
+        """Start-up probe: TopKAboveCapError naming both numbers when the endpoint caps K below ``top_k``."""
+        probe = ScoreRow(np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int64))
+        try:
+            await self.score_rows([probe], top_k)
+        except InputError as exc:
+            cap = _cap_in(str(exc))
+            if cap is None or cap >= top_k:
+                raise
+            raise TopKAboveCapError(
+                f"distill.distill_topk = {top_k} but the teacher endpoint {self.url} returns at most {cap} "
+                f"log-probs per position; start vLLM with --max-logprobs {top_k} (or more), or lower "
+                f"distill_topk to {cap}"
+            ) from exc
+
+    async def _post(self, body: str) -> httpx.Response:
+        async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
+            for attempt in range(1, self._policy.max_attempts + 1):
+                last = attempt == self._policy.max_attempts
+                delay = self._policy.delay(attempt)
+                try:
+                    response = await http.post(self.url, content=body, headers=self._headers)
+                except RETRYABLE_ERRORS as exc:
+                    reason = f"{type(exc).__name__}: {exc}"
+                else:
+                    if response.status_code < 400:
+                        return response
+                    reason = f"{response.status_code}: {error_detail(response)}"
+                    if response.status_code == 429:
+                        delay = _retry_after(response) or delay
+                    elif response.status_code < 500:
+                        raise InputError(f"the teacher endpoint {self.url} refused the request ({reason})")
+                if last:
+                    raise TeacherHttpError(
+                        f"the teacher endpoint {self.url} failed {attempt} times, last with {reason}; the run "
+                        "stops here: once the endpoint answers again, continue it with `turnopd train --resume "
+                        "<run_dir>`"
+                    )
+                self.retries += 1
+                log.warning("teacher endpoint call failed (%s), retry %d in %.1fs", reason, attempt, delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds a 429's Retry-After asks for (None when absent or an HTTP date), capped."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _cap_in(message: str) -> int | None:
+    for pattern in _CAP_PATTERNS:
+        if match := pattern.search(message):
+            return int(match.group(1))
+    return None

@@ -1,0 +1,144 @@
+"""The endpoint teacher client against our own app as the OpenAI-compatible server (in process,
+over ASGI), and against a server that refuses, fails or rate-limits."""
+
+import asyncio
+
+import httpx
+import numpy as np
+import pytest
+from in_process_teacher import InProcessBackend
+
+from services.errors import InputError
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError
+from services.teacher_scorer.engine import ScoreRow
+from services.teacher_scorer.http_client import TeacherHttpError
+from services.teacher_scorer.retry import RetryPolicy
+from services.teacher_scorer.routes import build_http_app
+from services.teacher_scorer.scorer import TeacherScorer
+
+FAST = RetryPolicy(max_attempts=4, backoff_s=0.001, max_backoff_s=0.001)
+
+
+@pytest.fixture
+def scorer(engine):
+    return TeacherScorer(engine, token_budget=256, max_batch_size=8)
+
+
+@pytest.fixture
+def app_transport(scorer):
+    return httpx.ASGITransport(app=build_http_app(lambda: InProcessBackend(scorer, default_top_k=6)))
+
+
+def _every_position(rows):
+    return [ScoreRow(r.token_ids_T, np.arange(1, r.length)) for r in rows]
+
+
+class FlakyTransport(httpx.AsyncBaseTransport):
+    """Answers the scripted failures first, then passes requests on to ``inner``."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, failures: list[httpx.Response | Exception]) -> None:
+        self.inner, self.failures, self.calls = inner, list(failures), 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        if self.failures:
+            failure = self.failures.pop(0)
+            if isinstance(failure, Exception):
+                raise failure
+            return failure
+        return await self.inner.handle_async_request(request)
+
+
+def test_scores_equal_the_engines_on_the_same_rows(app_transport, scorer, make_rows):
+    """Our app as the endpoint: top-K ids equal, log-probs within 1e-6 of the scorer's own."""
+    rows = _every_position(make_rows(seed=5, lengths=[12, 30, 3, 17]))
+    client = EndpointTeacherClient("http://teacher", "teacher", policy=FAST, transport=app_transport)
+    got = asyncio.run(client.score_rows(rows, 8))
+    want, _ = scorer.score(rows, [8] * len(rows))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.top_ids_P_K, w.top_ids_P_K)
+        assert np.abs(g.top_logprobs_P_K - w.top_logprobs_P_K).max() <= 1e-6
+        np.testing.assert_array_equal(g.token_logprob_P, w.token_logprob_P)
+        # The entropy is the top-K-plus-tail estimate, a lower bound of the engine's full one.
+        assert (g.entropy_P <= w.entropy_P + 1e-5).all()
+
+
+def test_refused_connections_5xx_and_429_are_retried_then_scored(app_transport, make_rows, monkeypatch):
+    slept: list[float] = []
+
+    async def record(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr("services.teacher_scorer.endpoint_client.asyncio.sleep", record)
+    flaky = FlakyTransport(
+        app_transport,
+        [
+            httpx.ConnectError("connection refused"),
+            httpx.Response(503, json={"detail": "replica restarting"}),
+            httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow down"}}),
+        ],
+    )
+    client = EndpointTeacherClient("http://teacher", None, policy=FAST, transport=flaky)
+    rows = make_rows(seed=6, lengths=[5])
+    (scores,) = asyncio.run(client.score_rows(rows, 3))
+    assert scores.top_ids_P_K.shape == (len(rows[0].positions_P), 3)
+    assert (client.retries, flaky.calls) == (3, 4)
+    assert slept == [0.001, 0.001, 7.0]  # back-off, back-off, then the 429's Retry-After
+
+
+def test_an_endpoint_that_never_comes_back_stops_with_a_resume_hint(app_transport, make_rows):
+    down = FlakyTransport(app_transport, [httpx.ConnectError("connection refused")] * 4)
+    client = EndpointTeacherClient("http://teacher", None, policy=FAST, transport=down)
+    with pytest.raises(
+        TeacherHttpError, match=r"failed 4 times, last with ConnectError.*turnopd train --resume"
+    ):
+        asyncio.run(client.score_rows(make_rows(seed=7, lengths=[4]), 3))
+
+
+def test_a_4xx_is_not_retried_and_names_the_problem(app_transport):
+    client = EndpointTeacherClient("http://teacher", None, policy=FAST, transport=app_transport)
+    row = ScoreRow(np.array([1, 999], dtype=np.int64), np.array([1], dtype=np.int64))
+    with pytest.raises(InputError, match="token id 999 at index 1"):
+        asyncio.run(client.score_rows([row], 3))
+    assert client.retries == 0
+
+
+def test_k_above_our_apps_cap_is_a_start_up_error_naming_both(app_transport):
+    client = EndpointTeacherClient("http://teacher", None, policy=FAST, transport=app_transport)
+    asyncio.run(client.check_top_k(512))
+    with pytest.raises(TopKAboveCapError, match=r"distill_topk = 600 .* at most 512 .*--max-logprobs 600"):
+        asyncio.run(client.check_top_k(600))
+
+
+def test_k_above_a_vllm_cap_is_a_start_up_error_naming_both():
+    message = "Requested prompt logprobs of 50, which is greater than max allowed: 20"
+    vllm = httpx.MockTransport(
+        lambda _: httpx.Response(400, json={"error": {"message": message, "code": 400}})
+    )
+    client = EndpointTeacherClient("http://vllm:8000", "qwen", policy=FAST, transport=vllm)
+    with pytest.raises(TopKAboveCapError, match=r"distill_topk = 50 .* at most 20 .*--max-logprobs 50"):
+        asyncio.run(client.check_top_k(50))
+
+
+def test_the_api_key_and_model_are_sent(make_rows):
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json={"error": {"message": "stop here"}})
+
+    client = EndpointTeacherClient(
+        "http://vllm:8000/", "qwen", api_key="sk-test", transport=httpx.MockTransport(answer)
+    )
+    with pytest.raises(InputError, match="stop here"):
+        asyncio.run(client.score_rows(make_rows(seed=8, lengths=[3]), 4))
+    (request,) = seen
+    assert str(request.url) == "http://vllm:8000/v1/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    body = httpx.Response(200, content=request.content).json()
+    assert (body["model"], body["prompt_logprobs"], body["max_tokens"], body["return_token_ids"]) == (
+        "qwen",
+        4,
+        1,
+        True,
+    )
