@@ -9,7 +9,9 @@ replace it so that training never stops, skips or repeats an optimizer step
 pipeline sees only their handles, which stay valid across a replacement (``Stack``).
 """
 
+import asyncio
 import logging
+import os
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from services.contracts.operations import ServiceStatus
 from services.controller.actor import start_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
-from services.errors import ConflictError, InputError, TurnOPDError
+from services.errors import ConfigError, ConflictError, InputError, TurnOPDError
 from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
 from services.operations.controller_client import ControllerClient
@@ -48,6 +50,7 @@ from services.settings.per_service import (
 )
 from services.settings.teacher import TeacherSettings
 from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient, endpoint_client
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.placement import replica_resources
 from services.teacher_scorer.serve_app import teacher_application
@@ -366,10 +369,12 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
 
 class TeacherOps(ManagedService[TeacherServiceSettings]):
     """A teacher Serve app (`teacher`; in a multi-environment run `teacher-<name>`, one per source's
-    teacher: ``env``); the pipeline scores through ``handle`` (Serve's handle follows redeploys)."""
+    teacher: ``env``); the pipeline scores through ``handle`` (Serve's handle follows redeploys).
+    With ``[teacher] endpoint_url`` no app is deployed: ``handle`` scores on that server, which the
+    run neither restarts nor scales."""
 
     deployed = False
-    handle: TeacherHandleClient
+    handle: TeacherHandleClient | EndpointTeacherClient
 
     def __init__(self, ctx: RunContext, counts: Counter[str], env: str | None = None) -> None:
         self.env = env
@@ -380,9 +385,26 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         return run.for_teacher(self.env)
 
     def start(self) -> None:
+        teacher = self.settings.teacher
+        if teacher.endpoint_url:
+            if self.env is not None:
+                raise ConfigError(
+                    "[teacher] endpoint_url scores for the run's one teacher; [[sources]] with teachers of "
+                    "their own cannot share it"
+                )
+            client = endpoint_client(teacher, self.settings.top_k, os.environ)
+            asyncio.run(client.check_top_k(self.settings.top_k))  # K above the server's cap: fail now
+            self.handle = client
+            return
         deploy_teacher(self.settings)
         self.deployed = True
         self.handle = TeacherHandleClient(app=self.settings.app)
+
+    def _outside_the_run(self, what: str) -> None:
+        if self.settings.teacher.endpoint_url:
+            raise ConflictError(
+                f"the teacher is the endpoint {self.settings.teacher.endpoint_url}, outside the run: {what} it there"
+            )
 
     def stop(self) -> None:
         if self.deployed:
@@ -392,14 +414,16 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
     def replicas(self) -> int:
         """Replicas set by hand; 0 while Serve autoscales them."""
         teacher = self.settings.teacher
-        return 0 if teacher.autoscaling else teacher.replicas
+        return 0 if teacher.autoscaling or teacher.endpoint_url else teacher.replicas
 
     def replace(self, change: Change, step: int) -> str:
+        self._outside_the_run("restart")
         self.settings = start_or_restore(deploy_teacher, self.restarted(change), self.settings)
         self.counts[self.kind] += 1
         return f"{self.kind} redeployed (new replicas, old ones drained)"
 
     def scale(self, size: int) -> str:
+        self._outside_the_run("scale")
         teacher = self.settings.teacher
         if teacher.autoscaling:
             raise ConflictError(
@@ -426,7 +450,9 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
                 health="ok",
                 restarts=self.counts[self.kind],
                 version=f"{PurePath(model).name}, config {self.version()}",
-                detail=f"Serve app '{self.kind}', {replicas_text(teacher)}",
+                detail=f"endpoint {teacher.endpoint_url}"
+                if teacher.endpoint_url
+                else f"Serve app '{self.kind}', {replicas_text(teacher)}",
             )
         ]
 

@@ -24,7 +24,11 @@ from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import RunDir
 from services.settings.tree import TurnOPDSettings
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.handle_client import TeacherHandleClient
+
+# The client a run scores through: its teacher Serve app's handle, or an OpenAI-compatible endpoint.
+RunTeacher = TeacherHandleClient | EndpointTeacherClient
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,9 @@ class Stack:
     pool: RolloutPool  # follows worker replacements and a gateway switch
     # the run's teacher app, or each source's by env (a multi-environment run); Serve's handles
     # follow a redeploy
-    teacher: TeacherHandleClient | dict[str, TeacherHandleClient]
+    teacher: (
+        TeacherHandleClient | EndpointTeacherClient | dict[str, TeacherHandleClient | EndpointTeacherClient]
+    )
     learner: LearnerHandle  # follows a learner replacement
     services: Services
 
@@ -44,7 +50,8 @@ class Stack:
 def logical_cpus_needed(settings: TurnOPDSettings) -> float:
     """Logical CPUs the actors reserve; a local Ray is given at least this many (oversubscribing cores)."""
     c = settings.cluster
-    teacher_apps = len(settings.for_teachers())  # one per teacher of a multi-environment run
+    # one per teacher of a multi-environment run; none where the teacher is an endpoint
+    teacher_apps = 0 if settings.teacher.endpoint_url else len(settings.for_teachers())
     return (
         c.rollout_workers * settings.rollout_worker.num_cpus
         + teacher_apps
@@ -81,9 +88,7 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Sta
     )
 
 
-def teacher_clients(
-    services: Services, settings: TurnOPDSettings
-) -> TeacherHandleClient | dict[str, TeacherHandleClient]:
+def teacher_clients(services: Services, settings: TurnOPDSettings) -> RunTeacher | dict[str, RunTeacher]:
     """The run's teacher client, or each source's by env (a multi-environment run)."""
     if not settings.sources:
         return services.teachers[0].handle

@@ -93,6 +93,23 @@ class TeacherSettings(Section):
         description="vLLM's max_logprobs: the largest top_k the vLLM engine serves (distill.distill_topk "
         "must not exceed it).",
     )
+    # An OpenAI-compatible teacher server (vLLM, SGLang, `turnopd serve teacher`) instead of our app.
+    endpoint_url: str = Field(
+        "",
+        description="Base URL of an OpenAI-compatible server that returns prompt log-probs, e.g. "
+        "http://host:8000 (it answers POST {url}/v1/completions); the run then deploys no teacher app "
+        "and scores there. Empty: the run's own teacher Serve app.",
+    )
+    endpoint_model: str = Field(
+        "", description="The endpoint's served model name (vLLM: --served-model-name); empty: its only model."
+    )
+    endpoint_api_key_env: str = Field(
+        "",
+        pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
+        description="NAME of the environment variable holding the endpoint's API key (never the key "
+        "itself), sent as a bearer token; empty: no key.",
+    )
+    endpoint_timeout_s: float = Field(300.0, gt=0.0, description="Longest wait for one endpoint answer.")
     # Clients.
     client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")
     client_backoff_s: float = Field(0.5, gt=0.0, description="First retry delay; doubles per attempt.")
@@ -108,6 +125,10 @@ class TeacherSettings(Section):
             raise ValueError(
                 f"max_batch_tokens ({self.max_batch_tokens}) must be >= token_budget ({self.token_budget}), "
                 "or a sequence of token_budget tokens could never enter a batch"
+            )
+        if not self.endpoint_url and (self.endpoint_model or self.endpoint_api_key_env):
+            raise ValueError(
+                "endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)"
             )
         if self.autoscaling and self.min_replicas > self.max_replicas:
             raise ValueError(

@@ -14,14 +14,16 @@ safe. When the attempts are spent the run stops with an error saying how to resu
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import httpx
 import numpy as np
 
 from services.contracts.completions import CompletionResponse
+from services.contracts.teacher import TeacherContext
 from services.errors import ConfigError, InputError
 from services.service_auth import auth_headers
+from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.completions_codec import completion_request, scores_from_completion
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.http_client import RETRYABLE_ERRORS, TeacherHttpError, error_detail
@@ -57,8 +59,10 @@ class EndpointTeacherClient:
         policy: RetryPolicy | None = None,
         timeout_s: float = 300.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_context: int | None = None,
     ) -> None:
-        self.url = f"{base_url.rstrip('/')}/v1/completions"
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/v1/completions"
         self.model = model
         self._headers = {"content-type": "application/json"} | auth_headers(api_key)
         self._default_top_k = default_top_k
@@ -66,6 +70,14 @@ class EndpointTeacherClient:
         self._timeout_s = timeout_s
         self._transport = transport
         self.retries = 0  # attempts that failed and were sent again, over this client's life
+        self._max_context = max_context  # None: asked of the server's /v1/models once
+
+    async def limits(self) -> TeacherContext:
+        """The longest sequence the endpoint scores: ``max_context`` if given, else its model's
+        ``max_model_len`` (from ``GET /v1/models``, vLLM) less the one token it generates."""
+        if self._max_context is None:
+            self._max_context = await self._served_context()
+        return TeacherContext(max_context=self._max_context, token_budget=self._max_context)
 
     async def score_rows(self, rows: Sequence[ScoreRow], top_k: int | None = None) -> list[RowScores]:
         """Score numpy rows at ``top_k`` (None: the run's distill_topk); every row in one request."""
@@ -88,6 +100,19 @@ class EndpointTeacherClient:
                 f"log-probs per position; start vLLM with --max-logprobs {top_k} (or more), or lower "
                 f"distill_topk to {cap}"
             ) from exc
+
+    async def _served_context(self) -> int:
+        async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
+            response = await http.get(f"{self.base_url}/v1/models", headers=self._headers)
+        cards = response.json().get("data", []) if response.status_code == 200 else []
+        lengths = [c.get("max_model_len") for c in cards if self.model in (None, c.get("id"))]
+        if len(lengths) != 1 or not isinstance(lengths[0], int):
+            raise ConfigError(
+                f"the teacher endpoint {self.base_url} does not tell its context (GET /v1/models: "
+                f"{response.status_code}, {len(lengths)} matching models with max_model_len); set "
+                "[teacher] max_context to the longest sequence it scores"
+            )
+        return lengths[0] - 1
 
     async def _post(self, body: str) -> httpx.Response:
         async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
@@ -116,6 +141,29 @@ class EndpointTeacherClient:
                 log.warning("teacher endpoint call failed (%s), retry %d in %.1fs", reason, attempt, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def endpoint_client(
+    teacher: TeacherSettings, top_k: int, environ: Mapping[str, str]
+) -> EndpointTeacherClient:
+    """The client of ``[teacher] endpoint_url``; its API key from the variable the settings name."""
+    api_key = None
+    if teacher.endpoint_api_key_env:
+        api_key = environ.get(teacher.endpoint_api_key_env)
+        if not api_key:
+            raise ConfigError(
+                f"teacher.endpoint_api_key_env names {teacher.endpoint_api_key_env!r}, which is not set "
+                "in the environment (export the endpoint's API key under that name)"
+            )
+    return EndpointTeacherClient(
+        teacher.endpoint_url,
+        teacher.endpoint_model or None,
+        api_key=api_key,
+        default_top_k=top_k,
+        policy=RetryPolicy.from_settings(teacher),
+        timeout_s=teacher.endpoint_timeout_s,
+        max_context=teacher.max_context,
+    )
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -241,3 +241,18 @@ def test_a_learner_that_cannot_be_started_at_all_stops_the_run():
     with pytest.raises(LearnerLostError, match=r"no learner could be started .*second.*stops at step 4"):
         ServiceRestarts(services).run(RestartRequest(request_id="m", service="learner"), step=4)
     assert ops.handle is not None and not ops.handle.alive
+
+
+@pytest.mark.parametrize("replicas", [None, 2], ids=["restart", "scale"])
+def test_an_endpoint_teacher_is_neither_restarted_nor_scaled_by_the_run(replicas):
+    restarts = restarts_with(FakePool())
+    restarts.services["teacher"].settings = TurnOPDSettings.model_validate(
+        {"teacher": {"endpoint_url": "http://vllm:8000"}}
+    ).for_teacher()
+    result = restarts.run(RestartRequest(request_id="e", service="teacher", replicas=replicas), step=1)
+    verb = "restart" if replicas is None else "scale"
+    assert (
+        not result.ok
+        and f"the teacher is the endpoint http://vllm:8000, outside the run: {verb} it there"
+        in (result.message)
+    )

@@ -17,3 +17,9 @@ def test_a_local_cluster_is_sized_for_every_teacher_app():
         {"env": "webshop", "share": 0.25, "teacher": "teacher-novel"},  # shares the household teacher's app
     ]
     assert logical_cpus_needed(load_settings(None, {**base, "sources": sources})) == 2 * 0.5 + 2 * 0.25 + 1.0
+
+
+def test_an_endpoint_teacher_reserves_no_cpus_here():
+    settings = {"cluster": {"rollout_workers": 2}, "rollout_worker": {"num_cpus": 0.5}}
+    endpoint = {"teacher": {"num_cpus": 0.25, "endpoint_url": "http://vllm:8000"}}
+    assert logical_cpus_needed(load_settings(None, {**settings, **endpoint})) == 2 * 0.5 + 1.0

@@ -2,14 +2,18 @@
 over ASGI), and against a server that refuses, fails or rate-limits."""
 
 import asyncio
+from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from in_process_teacher import InProcessBackend
+from pydantic import ValidationError
 
-from services.errors import InputError
-from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError
+from services.errors import ConfigError, InputError
+from services.settings import load_settings
+from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError, endpoint_client
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.http_client import TeacherHttpError
 from services.teacher_scorer.retry import RetryPolicy
@@ -142,3 +146,44 @@ def test_the_api_key_and_model_are_sent(make_rows):
         1,
         True,
     )
+
+
+def test_settings_name_the_key_variable_never_the_key():
+    teacher = TeacherSettings(
+        endpoint_url="http://vllm:8000", endpoint_model="qwen", endpoint_api_key_env="VLLM_KEY"
+    )
+    client = endpoint_client(teacher, 20, {"VLLM_KEY": "sk-1"})
+    assert (client.url, client.model) == ("http://vllm:8000/v1/completions", "qwen")
+    with pytest.raises(ConfigError, match="'VLLM_KEY', which is not set"):
+        endpoint_client(teacher, 20, {})
+
+
+def test_endpoint_keys_without_a_url_are_refused():
+    with pytest.raises(ValidationError, match="need endpoint_url"):
+        TeacherSettings(endpoint_model="qwen")
+    with pytest.raises(ValidationError, match="endpoint_api_key_env"):
+        TeacherSettings(endpoint_url="http://x", endpoint_api_key_env="not a name")
+
+
+def test_limits_come_from_the_setting_or_the_servers_models():
+    models = {
+        "object": "list",
+        "data": [{"id": "qwen", "max_model_len": 4096}, {"id": "other", "max_model_len": 8}],
+    }
+    vllm = httpx.MockTransport(
+        lambda r: httpx.Response(200, json=models) if r.url.path == "/v1/models" else httpx.Response(404)
+    )
+    asked = EndpointTeacherClient("http://vllm:8000", "qwen", transport=vllm)
+    assert asyncio.run(asked.limits()).max_length == 4095  # vLLM needs room for the generated token
+    told = EndpointTeacherClient("http://vllm:8000", "qwen", transport=vllm, max_context=100)
+    assert asyncio.run(told.limits()).max_length == 100
+    unknown = EndpointTeacherClient("http://vllm:8000", "missing", transport=vllm)
+    with pytest.raises(ConfigError, match="set \\[teacher\\] max_context"):
+        asyncio.run(unknown.limits())
+
+
+def test_the_example_config_scores_on_its_endpoint():
+    settings = load_settings(Path(__file__).parents[3] / "configs" / "teacher_endpoint.toml")
+    client = endpoint_client(settings.teacher, settings.distill.distill_topk, {"TEACHER_API_KEY": "k"})
+    assert (client.url, client.model) == ("http://127.0.0.1:8001/v1/completions", "teacher")
+    assert asyncio.run(client.limits()).max_length == 4095
