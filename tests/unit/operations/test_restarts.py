@@ -4,6 +4,7 @@ A fake pool stands in for the Ray actors (this tests the glue; the real thing ru
 tests/integration/test_chaos.py).
 """
 
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ from services.operations.restarts import ResumeMismatchError, ServiceRestarts
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
+from services.teacher_scorer.http_client import TeacherHttpError
 
 
 class FakePool:
@@ -256,3 +258,16 @@ def test_an_endpoint_teacher_is_neither_restarted_nor_scaled_by_the_run(replicas
         and f"the teacher is the endpoint http://vllm:8000, outside the run: {verb} it there"
         in (result.message)
     )
+
+
+def test_an_endpoint_teacher_starts_by_probing_its_server_and_deploys_nothing():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    teacher = restarts_with(FakePool()).services["teacher"]
+    teacher.settings = TurnOPDSettings.model_validate(
+        {"teacher": {"endpoint_url": f"http://127.0.0.1:{port}", "client_max_attempts": 1}}
+    ).for_teacher()
+    with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
+        teacher.start()
+    assert not teacher.deployed
