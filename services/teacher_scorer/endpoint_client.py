@@ -65,6 +65,7 @@ class EndpointTeacherClient:
         self.url = f"{self.base_url}/v1/completions"
         self.model = model
         self._headers = {"content-type": "application/json"} | auth_headers(api_key)
+        self.sleep = asyncio.sleep  # the back-off's wait (a test records it instead)
         self._default_top_k = default_top_k
         self._policy = policy or RetryPolicy()
         self._timeout_s = timeout_s
@@ -139,7 +140,7 @@ class EndpointTeacherClient:
                     )
                 self.retries += 1
                 log.warning("teacher endpoint call failed (%s), retry %d in %.1fs", reason, attempt, delay)
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 

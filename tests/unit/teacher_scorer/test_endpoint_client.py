@@ -67,13 +67,12 @@ def test_scores_equal_the_engines_on_the_same_rows(app_transport, scorer, make_r
         assert (g.entropy_P <= w.entropy_P + 1e-5).all()
 
 
-def test_refused_connections_5xx_and_429_are_retried_then_scored(app_transport, make_rows, monkeypatch):
+def test_refused_connections_5xx_and_429_are_retried_then_scored(app_transport, make_rows):
     slept: list[float] = []
 
     async def record(seconds: float) -> None:
         slept.append(seconds)
 
-    monkeypatch.setattr("services.teacher_scorer.endpoint_client.asyncio.sleep", record)
     flaky = FlakyTransport(
         app_transport,
         [
@@ -83,6 +82,7 @@ def test_refused_connections_5xx_and_429_are_retried_then_scored(app_transport, 
         ],
     )
     client = EndpointTeacherClient("http://teacher", None, policy=FAST, transport=flaky)
+    client.sleep = record  # this client's waits only (patching asyncio.sleep caught other tests' threads)
     rows = make_rows(seed=6, lengths=[5])
     (scores,) = asyncio.run(client.score_rows(rows, 3))
     assert scores.top_ids_P_K.shape == (len(rows[0].positions_P), 3)
