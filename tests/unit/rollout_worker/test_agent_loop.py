@@ -233,7 +233,11 @@ def test_context_limit_truncates_before_the_model_runs_out_of_positions(chat):
     engine = ScriptedEngine(chat, {0: [call("look")] * 10})
     engine._max = prompt_length(chat, 0) + 200  # room for the first turns only
     (trajectory,), _ = play(engine, chat, FakeGateway(), [0], h_roll=10, max_new_tokens=64)
-    assert 1 <= len(trajectory.turns) < 10
+    # the script's turns are all alike: a 31-token response, then a 32-token observation and prompt
+    first = prompt_length(chat, 0)
+    starts = [first + 63 * k for k in range(10)]
+    playable = [start for start in starts if start + 64 <= engine.max_positions]  # the 4th starts past it
+    assert [t.response_start for t in trajectory.turns] == playable and len(playable) == 3
     assert_ends_within(chat, trajectory, engine.max_positions, 64)
 
 
