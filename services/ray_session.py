@@ -13,7 +13,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from services.errors import NotFoundError
+from services.errors import NotFoundError, TurnOPDError
 from services.ray_names import NAMESPACE
 
 
@@ -74,6 +74,13 @@ def wait_name_free(name: str, namespace: str, timeout_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+
+
+def free_name(name: str, what: str, timeout_s: float = 60.0) -> None:
+    """Wait until no actor of namespace `turnopd` holds ``name`` (a killed actor's name is freed
+    asynchronously); TurnOPDError naming ``what`` if one still does after ``timeout_s``."""
+    if not wait_name_free(name, NAMESPACE, timeout_s):
+        raise TurnOPDError(f"{what}'s name {name!r} is still taken after {timeout_s:.0f} s")
 
 
 def on_driver_node() -> dict[str, Any]:

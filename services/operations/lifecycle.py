@@ -28,14 +28,14 @@ from services.contracts.operations import ServiceStatus
 from services.controller.actor import start_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
-from services.errors import ConfigError, ConflictError, InputError, TurnOPDError
+from services.errors import ConfigError, ConflictError, InputError
 from services.learner.service import Learner
 from services.models.registry import resolve_model_dir
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, teacher_app
-from services.ray_session import wait_name_free
+from services.ray_session import free_name
 from services.rollout_worker.actor import worker_name
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import DECISIONS_FILE, RunDir
@@ -69,12 +69,6 @@ class ResumeMismatchError(RunBrokenError):
 
 class LearnerLostError(RunBrokenError):
     """A learner restart failed and so did starting one with the old settings: no learner is left."""
-
-
-def free_name(name: str, what: str, timeout_s: float = 60.0) -> None:
-    """Wait until no actor holds ``name`` (a killed actor's name is freed asynchronously)."""
-    if not wait_name_free(name, NAMESPACE, timeout_s):
-        raise TurnOPDError(f"{what}'s name {name!r} is still taken after {timeout_s:.0f} s")
 
 
 def masked_url(url: str) -> str:

@@ -30,7 +30,7 @@ from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutReque
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import NAMESPACE
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
-from services.ray_session import wait_name_free
+from services.ray_session import free_name, wait_name_free
 from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options, worker_resources
 from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
@@ -324,8 +324,7 @@ class RolloutPool:
             old = self._workers[index]
         try:
             ray.kill(old, no_restart=True)
-            if not wait_name_free(worker_name(index), NAMESPACE, 60.0):
-                raise TurnOPDError(f"{worker_name(index)} was killed but its name is still taken after 60 s")
+            free_name(worker_name(index), f"the killed {worker_name(index)}")
             fresh = RolloutWorker.options(**worker_options(settings, index)).remote(  # type: ignore[attr-defined]
                 settings, index, self._env_url, self.model
             )
