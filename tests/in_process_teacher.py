@@ -3,15 +3,18 @@
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.teacher_scorer.codec import requested_top_k, response_from_scores, rows_from_request
 from services.teacher_scorer.metrics import TeacherMetrics
+from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
 from services.teacher_scorer.scorer import TeacherScorer
 
 
 class InProcessBackend:
     """Route glue only: validates, scores and answers in the request's own task."""
 
-    def __init__(self, scorer: TeacherScorer, default_top_k: int) -> None:
+    def __init__(self, scorer: TeacherScorer, default_top_k: int, model: str = "") -> None:
+        """``model``: the checkpoint whose tokenizer reads text prompts ("": none, text is refused)."""
         self.scorer = scorer
         self.default_top_k = default_top_k
+        self.tokenize = PromptTokenizer(model)
         self.metrics = TeacherMetrics(replica="in-process")
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:

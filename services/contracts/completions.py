@@ -25,14 +25,18 @@ from services.contracts.base import (
 )
 
 TokenIds = Annotated[list[JsonTokenId], Field(min_length=2)]
+# A text prompt is what the start-up probe sends: the server tokenises it, and its
+# prompt_token_ids show whether it tokenises as the student does.
+PromptText = Annotated[str, Field(min_length=1, max_length=65536)]
 
 
 class CompletionRequest(Contract):
     """A scoring request: one prompt (token ids) or a batch of them, answered with prompt log-probs."""
 
     model: str | None = Field(None, description="The served model name (vLLM: --served-model-name).")
-    prompt: TokenIds | Annotated[list[TokenIds], Field(min_length=1)] = Field(
-        description="Token ids of one sequence, or a list of sequences (one choice each, by index)."
+    prompt: PromptText | TokenIds | Annotated[list[TokenIds], Field(min_length=1)] = Field(
+        description="Token ids of one sequence, a list of sequences (one choice each, by index), or one "
+        "text, tokenised by the server (with return_token_ids, the answer says how)."
     )
     prompt_logprobs: JsonPositiveInt = Field(
         description="K: top log-probs returned per prompt position (vLLM caps it at --max-logprobs)."
@@ -46,7 +50,10 @@ class CompletionRequest(Contract):
 
     @property
     def prompts(self) -> list[list[int]]:
-        """The prompts as a batch, also when one sequence was sent."""
+        """The token-id prompts as a batch, also when one sequence was sent (a text prompt has none
+        until the server tokenises it)."""
+        if isinstance(self.prompt, str):
+            raise ValueError("a text prompt has no token ids until the server tokenises it")
         batch: list[list[int]] = []
         single: list[int] = []
         for item in self.prompt:

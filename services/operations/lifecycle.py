@@ -30,7 +30,9 @@ from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConfigError, ConflictError, InputError
 from services.learner.service import Learner
+from services.models.loading import load_tokenizer
 from services.models.registry import resolve_model_dir
+from services.models.tokenizer_match import tokenizer_text
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
@@ -54,6 +56,7 @@ from services.teacher_scorer.endpoint_client import EndpointTeacherClient, endpo
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.placement import replica_resources
 from services.teacher_scorer.serve_app import teacher_application
+from services.teacher_scorer.token_probe import StudentTokens, student_tokens
 
 S = TypeVar("S", bound=ServiceSettings)
 log = logging.getLogger(__name__)
@@ -388,11 +391,18 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
                 )
             client = endpoint_client(teacher, self.settings.top_k, os.environ)
             asyncio.run(client.check_top_k(self.settings.top_k))  # K above the server's cap: fail now
+            asyncio.run(client.check_tokenizer(self._student_tokens()))  # other token ids: fail now
             self.handle = client
             return
         deploy_teacher(self.settings)
         self.deployed = True
         self.handle = TeacherHandleClient(app=self.settings.app)
+
+    def _student_tokens(self) -> StudentTokens:
+        """The tokenizer probe as the run's student reads it."""
+        models = self.ctx.settings.models
+        tokenizer = load_tokenizer(models.student, models.cache_dir)
+        return student_tokens(tokenizer, tokenizer_text(models.student, models.cache_dir, len(tokenizer)))
 
     def _outside_the_run(self, what: str) -> None:
         if self.settings.teacher.endpoint_url:

@@ -26,7 +26,7 @@ from services.contracts.completions import (
     PromptLogprob,
 )
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
-from services.errors import TurnOPDError
+from services.errors import InputError, TurnOPDError
 from services.teacher_scorer.engine import RowScores, ScoreRow
 
 
@@ -109,23 +109,28 @@ def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
-def score_request_from_completion(request: CompletionRequest) -> ScoreRequest:
-    """Our scoring request for every position after the first of each prompt, at K = prompt_logprobs."""
+def score_request_from_completion(prompts: list[list[int]], top_k: int) -> ScoreRequest:
+    """Our scoring request for every position after the first of each prompt (the request's token
+    ids, or its text as this server tokenised it), at K = prompt_logprobs."""
+    for index, prompt in enumerate(prompts):
+        if len(prompt) < 2:
+            raise InputError(
+                f"prompt {index} is {len(prompt)} token(s); prompt log-probs need at least 2 (the first "
+                "has nothing before it)"
+            )
     return ScoreRequest(
-        sequences=[ScoreSequence(token_ids=p, positions=list(range(1, len(p)))) for p in request.prompts],
-        top_k=request.prompt_logprobs,
+        sequences=[ScoreSequence(token_ids=p, positions=list(range(1, len(p)))) for p in prompts],
+        top_k=top_k,
     )
 
 
-def completion_from_scores(
-    request: CompletionRequest, scores: ScoreResponse, model: str
-) -> CompletionResponse:
-    """The OpenAI-compatible answer to ``request`` from our scores of every position of each prompt.
+def completion_from_scores(prompts: list[list[int]], scores: ScoreResponse, model: str) -> CompletionResponse:
+    """The OpenAI-compatible answer for ``prompts`` from our scores of every position of each.
 
     Each position holds the top-K (ranks 1..K) and the token there; that token's rank is left
     None when it falls outside the top-K (our engines do not count it)."""
     choices = []
-    for index, (prompt, seq) in enumerate(zip(request.prompts, scores.results, strict=True)):
+    for index, (prompt, seq) in enumerate(zip(prompts, scores.results, strict=True)):
         positions: list[PositionLogprobs | None] = [None]
         for p, ids, lps, token_lp in zip(
             seq.positions, seq.top_ids, seq.top_logprobs, seq.token_logprob, strict=True
@@ -145,7 +150,7 @@ def completion_from_scores(
                 prompt_token_ids=prompt,
             )
         )
-    tokens = sum(len(p) for p in request.prompts)
+    tokens = sum(len(p) for p in prompts)
     return CompletionResponse(
         id=f"cmpl-{uuid.uuid4().hex}",
         created=int(time.time()),

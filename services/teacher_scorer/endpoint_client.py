@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import httpx
 import numpy as np
 
-from services.contracts.completions import CompletionResponse
+from services.contracts.completions import CompletionRequest, CompletionResponse
 from services.contracts.teacher import TeacherContext
 from services.errors import ConfigError, InputError
 from services.service_auth import auth_headers
@@ -28,6 +28,7 @@ from services.teacher_scorer.completions_codec import completion_request, scores
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.http_client import RETRYABLE_ERRORS, TeacherHttpError, error_detail
 from services.teacher_scorer.retry import RetryPolicy
+from services.teacher_scorer.token_probe import StudentTokens, tokenizer_mismatch
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,10 @@ _CAP_PATTERNS = (
 
 class TopKAboveCapError(ConfigError):
     """The endpoint returns fewer log-probs per position than the run's top-K."""
+
+
+class TokenizerMismatchError(ConfigError):
+    """The endpoint does not tokenise as the student does."""
 
 
 class EndpointTeacherClient:
@@ -101,6 +106,38 @@ class EndpointTeacherClient:
                 f"log-probs per position; start vLLM with --max-logprobs {top_k} (or more), or lower "
                 f"distill_topk to {cap}"
             ) from exc
+
+    async def check_tokenizer(self, student: StudentTokens) -> None:
+        """Start-up probe: TokenizerMismatchError naming both tokenizers when the endpoint tokenises the
+        probe text otherwise than the student, or returns ids beyond the student's vocabulary."""
+        request = CompletionRequest(
+            model=self.model,
+            prompt=student.text,
+            prompt_logprobs=self._default_top_k,
+            max_tokens=1,
+            return_token_ids=True,
+        )
+        response = await self._post(request.model_dump_json(exclude_none=True))
+        choice = CompletionResponse.model_validate_json(response.content).choices[0]
+        endpoint = f"the endpoint's (model {self.model or '(its only one)'} at {self.base_url})"
+        if choice.prompt_token_ids is None:
+            # Without the ids only the vocabulary can be compared; servers that take
+            # return_token_ids (vLLM) always send them.
+            log.warning(
+                "%s did not return prompt_token_ids for the tokenizer probe: only its vocabulary size is "
+                "checked against the student's tokenizer %s",
+                endpoint,
+                student.tokenizer,
+            )
+        top_ids = [token for position in choice.prompt_logprobs or [] if position for token in position]
+        problem = tokenizer_mismatch(
+            student,
+            endpoint,
+            student.token_ids if choice.prompt_token_ids is None else choice.prompt_token_ids,
+            top_ids,
+        )
+        if problem is not None:
+            raise TokenizerMismatchError(problem)
 
     async def _served_context(self) -> int:
         async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:

@@ -35,6 +35,10 @@ class ScoreBackend(Protocol):
 
     def metrics_exposition(self) -> bytes: ...
 
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of a text prompt with the teacher checkpoint's tokenizer (InputError without one)."""
+        ...
+
 
 def _backend(request: Request) -> ScoreBackend:
     provider: Callable[[], ScoreBackend] = request.app.state.backend_provider
@@ -50,7 +54,8 @@ TEACHER_ERRORS = ErrorTable(
         InputError,
         422,
         "Well-formed but not scorable by this teacher: a token id outside its vocabulary, a sequence "
-        "longer than its context, a top_k above its vocabulary.",
+        "longer than its context, a top_k above its vocabulary, a text prompt to a teacher without a "
+        "tokenizer.",
     ),
     ErrorStatus(
         EngineBrokenError,
@@ -83,10 +88,12 @@ async def score(body: ScoreRequest, backend: Backend) -> Response:
     responses=TEACHER_ERRORS.responses(InputError, EngineBrokenError, request="json", bearer=True),
 )
 async def completions(body: CompletionRequest, backend: Backend) -> Response:
-    """Prompt log-probs (top ``prompt_logprobs`` and the token there) of token-id prompts; generates
-    nothing (``max_tokens`` <= 1, ``text`` empty)."""
-    scores = await backend.score(score_request_from_completion(body))
-    answer = completion_from_scores(body, scores, body.model or "teacher")
+    """Prompt log-probs (top ``prompt_logprobs`` and the token there) of token-id prompts, or of a text
+    prompt tokenised by the teacher's own tokenizer; generates nothing (``max_tokens`` <= 1, ``text``
+    empty)."""
+    prompts = [backend.tokenize(body.prompt)] if isinstance(body.prompt, str) else body.prompts
+    scores = await backend.score(score_request_from_completion(prompts, body.prompt_logprobs))
+    answer = completion_from_scores(prompts, scores, body.model or "teacher")
     return Response(content=answer.model_dump_json(), media_type="application/json")
 
 

@@ -39,6 +39,7 @@ from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRo
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.packing import chunk_by_tokens
 from services.teacher_scorer.placement import deployment_options
+from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
 from services.teacher_scorer.routes import ScoreBackend, build_http_app
 from services.teacher_scorer.scorer import TeacherScorer
 
@@ -93,6 +94,7 @@ class TeacherDeployment:
             pass_overhead_tokens=settings.pass_overhead_tokens,
         )
         self._default_top_k = default_top_k
+        self.tokenize = PromptTokenizer(settings.model)
         self._chunk_tokens = settings.token_budget
         self._request_ids = itertools.count()
         self._metrics = TeacherMetrics(replica=ray.get_runtime_context().get_actor_name() or "local")

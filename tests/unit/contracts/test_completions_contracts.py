@@ -55,13 +55,21 @@ def test_request_round_trips_and_reads_as_a_batch(prompt):
     assert again.prompts == (prompt if isinstance(prompt[0], list) else [prompt])
 
 
+def test_a_text_prompt_round_trips_and_has_no_token_ids_yet():
+    request = CompletionRequest(prompt="Hello <|im_start|>", prompt_logprobs=1, return_token_ids=True)
+    assert CompletionRequest.model_validate_json(request.model_dump_json()) == request
+    with pytest.raises(ValueError, match="text prompt has no token ids"):
+        _ = request.prompts
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"prompt": [1, 2], "prompt_logprobs": 0}, "prompt_logprobs"),
         ({"prompt": [1, 2], "prompt_logprobs": 5, "max_tokens": 5}, "max_tokens"),
         ({"prompt": [1], "prompt_logprobs": 5}, "prompt"),
-        ({"prompt": "some text", "prompt_logprobs": 5}, "prompt"),
+        ({"prompt": "", "prompt_logprobs": 5}, "prompt"),
+        ({"prompt": ["two", "texts"], "prompt_logprobs": 5}, "prompt"),
         ({"prompt": [1, 2], "prompt_logprobs": 5, "temperature": 0.5}, "temperature"),
         ({"prompt": [1, -2], "prompt_logprobs": 5}, "prompt"),
     ],

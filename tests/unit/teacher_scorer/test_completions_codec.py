@@ -110,11 +110,11 @@ def test_our_scores_out_and_back_in_are_the_same_rows():
     token_lps = [np.full(len(r.positions_P), -7.0, dtype=np.float32) for r in rows]
     ours = [RowScores(i, lp, t, t) for i, lp, t in zip(top_ids, top_lps, token_lps, strict=True)]
     request = completion_request(rows, k, "teacher")
-    scored = score_request_from_completion(request)
+    scored = score_request_from_completion(request.prompts, request.prompt_logprobs)
     assert [s.positions for s in scored.sequences] == [list(range(1, 4)), list(range(1, 6))]
     response: ScoreResponse = response_from_scores(rows_from_request(scored), ours)
     answer = CompletionResponse.model_validate_json(
-        completion_from_scores(request, response, "teacher").model_dump_json()
+        completion_from_scores(request.prompts, response, "teacher").model_dump_json()
     )
     back = scores_from_completion(answer, rows, k)
     for row, mine, theirs in zip(rows, ours, back, strict=True):

@@ -2,6 +2,8 @@
 over ASGI), and against a server that refuses, fails or rate-limits."""
 
 import asyncio
+import json
+import shutil
 from pathlib import Path
 
 import httpx
@@ -11,14 +13,22 @@ from in_process_teacher import InProcessBackend
 from pydantic import ValidationError
 
 from services.errors import ConfigError, InputError
+from services.models.loading import load_tokenizer
 from services.settings import load_settings
 from services.settings.teacher import TeacherSettings
-from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError, endpoint_client
+from services.teacher_scorer.endpoint_client import (
+    EndpointTeacherClient,
+    TokenizerMismatchError,
+    TopKAboveCapError,
+    endpoint_client,
+)
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.http_client import TeacherHttpError
 from services.teacher_scorer.retry import RetryPolicy
 from services.teacher_scorer.routes import build_http_app
 from services.teacher_scorer.scorer import TeacherScorer
+from services.teacher_scorer.token_probe import student_tokens
+from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model
 
 FAST = RetryPolicy(max_attempts=4, backoff_s=0.001, max_backoff_s=0.001)
 
@@ -187,3 +197,58 @@ def test_the_example_config_scores_on_its_endpoint():
     client = endpoint_client(settings.teacher, settings.distill.distill_topk, {"TEACHER_API_KEY": "k"})
     assert (client.url, client.model) == ("http://127.0.0.1:8001/v1/completions", "teacher")
     assert asyncio.run(client.limits()).max_length == 4095
+
+
+def _zoo_teacher_app(checkpoint: Path) -> httpx.ASGITransport:
+    """Our app serving a zoo teacher checkpoint, its tokenizer reading text prompts."""
+    engine = TransformersEngine(load_teacher_model(checkpoint, "cpu", "float32"))
+    backend = InProcessBackend(TeacherScorer(engine, token_budget=512, max_batch_size=8), 5, str(checkpoint))
+    return httpx.ASGITransport(app=build_http_app(lambda: backend))
+
+
+def test_an_endpoint_with_the_students_tokenizer_passes_the_probe(zoo_cache):
+    student = student_tokens(load_tokenizer("student", zoo_cache), "'student'")
+    client = EndpointTeacherClient(
+        "http://teacher",
+        "teacher",
+        default_top_k=5,
+        policy=FAST,
+        transport=_zoo_teacher_app(zoo_cache / "models" / "teacher"),
+    )
+    asyncio.run(client.check_tokenizer(student))
+
+
+def test_an_endpoint_with_another_tokenizer_fails_the_probe_naming_both(zoo_cache, tmp_path):
+    """The teacher's tokenizer with two of the probe's tokens swapped: same vocabulary size, other ids."""
+    other = tmp_path / "teacher-other-ids"
+    shutil.copytree(zoo_cache / "models" / "teacher", other)
+    student = student_tokens(load_tokenizer("student", zoo_cache), "'student'")
+    spec = json.loads((other / "tokenizer.json").read_text())
+    first, second = student.pieces[0], student.pieces[1]
+    vocab = spec["model"]["vocab"]
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    (other / "tokenizer.json").write_text(json.dumps(spec))
+    client = EndpointTeacherClient(
+        "http://teacher", "teacher", default_top_k=5, policy=FAST, transport=_zoo_teacher_app(other)
+    )
+    with pytest.raises(TokenizerMismatchError) as caught:
+        asyncio.run(client.check_tokenizer(student))
+    assert str(caught.value).startswith(
+        "the student's tokenizer 'student' and the endpoint's (model teacher at http://teacher) tokenise "
+        "the probe text differently"
+    )
+    assert (
+        f"first difference at token 0: the student has {student.token_ids[0]} ({first!r}), the endpoint {student.token_ids[1]}"
+        in str(caught.value)
+    )
+
+
+def test_a_server_without_prompt_token_ids_is_still_held_to_the_students_vocabulary(zoo_cache):
+    """A server that sends no ids (older vLLM, SGLang) is checked on the ids of its top-K only."""
+    student = student_tokens(load_tokenizer("student", zoo_cache), "'student'")
+    entries = {"3": {"logprob": -0.1}, str(student.vocab_size + 7): {"logprob": -2.5}}
+    answer = {"choices": [{"index": 0, "prompt_logprobs": [None, entries]}]}
+    server = httpx.MockTransport(lambda _: httpx.Response(200, json=answer))
+    client = EndpointTeacherClient("http://sglang:30000", None, policy=FAST, transport=server)
+    with pytest.raises(TokenizerMismatchError, match=f"ids up to {student.vocab_size + 7} "):
+        asyncio.run(client.check_tokenizer(student))
