@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from services.experiments.frontier import Band
 from services.experiments.report_data import (
     AccuracyCurve,
     ControllerTrace,
@@ -200,4 +201,41 @@ def frontier_figure(curves: Sequence[AccuracyCurve], cutoffs_s: Sequence[float],
     ax.set_ylabel("validation Avg@n (%)")
     ax.set_title("Accuracy-time frontier")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
+def frontier_band_figure(
+    bands: Sequence[Band],
+    curves: Sequence[AccuracyCurve],
+    threshold: float | None,
+    teacher: float | None,
+    path: Path,
+) -> Path:
+    """Success against cumulative step wall time per method: the seed mean of the seeds' step
+    functions, their min-max band, the evaluation points, the reach threshold and the teacher."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.6))
+    colours = {b.method: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(bands)}
+    for b in bands:
+        colour = colours[b.method]
+        low, high = (100 * np.array(v) for v in (b.low, b.high))
+        ax.fill_between(b.wall_s, low, high, step="post", color=colour, alpha=0.2, linewidth=0)
+        ax.step(
+            b.wall_s,
+            [100 * v for v in b.mean],
+            where="post",
+            color=colour,
+            label=f"{b.method} ({b.seeds} seeds)",
+        )
+    for c in curves:
+        ax.plot(c.wall_s, [100 * a for a in c.accuracy], ".", color=colours.get(c.method, "grey"), alpha=0.5)
+    if threshold is not None:
+        ax.axhline(
+            100 * threshold, color="grey", linestyle="--", linewidth=0.8, label="90% of vanilla's final"
+        )
+    if teacher is not None:
+        ax.axhline(100 * teacher, color="black", linestyle=":", linewidth=0.8, label="teacher, same games")
+    ax.set_xlabel("cumulative training wall time (s)")
+    ax.set_ylabel("validation success (%)")
+    ax.set_title("Accuracy-time frontier (mean over seeds, min-max band)")
+    ax.legend(fontsize="small", loc="lower right")
     return _save(fig, path)

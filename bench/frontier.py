@@ -1,0 +1,127 @@
+"""The paper's accuracy-time frontier: TurnOPD against vanilla OPD over seeds (issue 35 item 4).
+
+Runs (or resumes) ``turnopd compare --methods turnopd,vanilla --seeds N`` from ``--config`` into
+``--out``, then writes ``OUT/frontier.png`` (success against cumulative step wall time: the seed
+mean of each seed's step function, the min-max band), ``OUT/frontier.md`` and ``OUT/frontier.json``:
+Least-Time and Same-Step Avg@n, the time each method first reaches 90% of vanilla's final accuracy
+(and the ratio vanilla / TurnOPD), the best student against the teacher on the same games, 95%
+Wilson intervals and game counts (math: ``services/experiments/frontier.py``).
+
+Interrupt it at any time and rerun the same command: complete runs are reused, a partial one
+resumes from its last checkpoint. ``--analyse-only`` scores complete runs without training.
+
+    PYTHONPATH=$PWD python bench/frontier.py [--config configs/frontier.toml] [--out runs/frontier]
+        [--seeds 3] [--steps K] [--teacher-success RATE [--teacher-episodes N]] [--analyse-only]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from services.errors import TurnOPDError
+from services.experiments.compare_dir import load_run, write_atomic
+from services.experiments.compare_plan import PlannedRun, parse_methods, plan_runs
+from services.experiments.compare_runner import write_summary
+from services.experiments.figures import frontier_band_figure
+from services.experiments.frontier import frontiers, reach_threshold
+from services.experiments.frontier_page import (
+    FrontierReport,
+    Teacher,
+    frontier_json,
+    frontier_markdown,
+    games_of,
+)
+from services.orchestrator.run_result import Score, comparable_measurement
+
+METHODS = "turnopd,vanilla"
+DEFAULT_CONFIG = Path("configs/frontier.toml")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="run config shared by every run")
+    p.add_argument("--out", type=Path, default=Path("runs/frontier"), help="comparison directory")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per method (run.seed, run.seed+1, ...)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps per run (config: optim.steps)")
+    p.add_argument(
+        "--teacher-success", type=float, default=None, help="the teacher's success on the runs' games"
+    )
+    p.add_argument("--teacher-episodes", type=int, default=None, help="episodes behind --teacher-success")
+    p.add_argument("--analyse-only", action="store_true", help="score complete runs; train nothing")
+    return p.parse_args()
+
+
+def teacher_success(args: argparse.Namespace, run: PlannedRun, episodes: int) -> Teacher:
+    """--teacher-success, else the teacher's shipped manifest when measured on the runs' games."""
+    from services.cli.result_view import eval_description
+    from services.models.registry import resolve_model_dir
+    from services.models.shipped import measured_success
+
+    if args.teacher_success is not None:
+        count = args.teacher_episodes or episodes
+        return Teacher(
+            Score("teacher", args.teacher_success, count), f"given by --teacher-success ({count} episodes)"
+        )
+    settings = run.settings
+    try:
+        measured = measured_success(resolve_model_dir(settings.models.teacher, settings.models.cache_dir))
+    except TurnOPDError as exc:
+        return Teacher(None, f"{settings.models.teacher}: {exc}; pass --teacher-success")
+    ok, note = comparable_measurement(measured, eval_description(settings))
+    if not ok or measured is None:
+        return Teacher(None, f"{note}; pass --teacher-success")
+    return Teacher(Score("teacher", float(measured["success_rate"]), int(measured["episodes"])), note)
+
+
+def train(args: argparse.Namespace, planned: list[PlannedRun]) -> None:
+    todo = [r for r in planned if r.state != "complete"]
+    print(f"frontier: {len(planned) - len(todo)}/{len(planned)} runs complete in {args.out}", file=sys.stderr)
+    if not todo:
+        return
+    if args.analyse_only:
+        names = ", ".join(f"{r.method} seed {r.seed} ({r.state})" for r in todo)
+        raise TurnOPDError(f"--analyse-only needs complete runs; not complete: {names}")
+    from services.cli.compare_cmd import compare  # loads Ray only once a run trains
+
+    compare(out=args.out, config=args.config, methods=METHODS, seeds=args.seeds, steps=args.steps)
+
+
+def main() -> None:
+    args = parse_args()
+    if not args.config.is_file():
+        sys.exit(
+            f"config not found: {args.config} (the frontier config is configs/frontier.toml; pass --config)"
+        )
+    try:
+        planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
+        train(args, planned)
+        summary = write_summary(planned, args.out, args.config)
+        runs = [load_run(r.path) for r in planned]
+        threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
+        games, n = games_of([(e.episodes, e.n) for r in runs for e in r.evals])
+        report = FrontierReport(
+            summary=summary,
+            methods=frontiers(runs, threshold),
+            teacher=teacher_success(args, planned[0], games * n),
+            games=games,
+            n=n,
+        )
+    except TurnOPDError as exc:
+        sys.exit(f"frontier: {exc}")
+    figure = frontier_band_figure(
+        [f.band for f in report.methods.values()],
+        [c for f in report.methods.values() for c in f.curves],
+        report.threshold,
+        None if report.teacher.score is None else report.teacher.score.rate,
+        args.out / "frontier.png",
+    )
+    page = frontier_markdown(report, figure.name)
+    write_atomic(args.out / "frontier.md", page)
+    write_atomic(args.out / "frontier.json", json.dumps(frontier_json(report), indent=2) + "\n")
+    print(page)
+    print(f"written: {figure}, {args.out / 'frontier.md'}, {args.out / 'frontier.json'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

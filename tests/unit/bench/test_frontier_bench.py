@@ -1,0 +1,85 @@
+"""bench/frontier.py --analyse-only on run directories laid out as `turnopd compare` leaves them."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from comparison_logs import run_logs
+
+from services.experiments.compare_plan import run_settings
+from services.run_dir import SECRET_FIELDS, RunDir
+
+REPO = Path(__file__).resolve().parents[3]
+_spec = importlib.util.spec_from_file_location("frontier_bench", REPO / "bench" / "frontier.py")
+assert _spec is not None and _spec.loader is not None
+frontier_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(frontier_bench)
+
+CONFIG = """
+[optim]
+steps = 3
+[eval]
+interval = 1
+episodes = 4
+val_n = 1
+"""
+ACCS = {"turnopd": [0.0, 0.5, 0.75, 0.75], "vanilla": [0.0, 0.25, 0.5, 0.5]}
+STEP_S = {"turnopd": 5.0, "vanilla": 10.0}
+
+
+def comparison(tmp_path: Path) -> tuple[Path, Path]:
+    """A config and a complete two-seed comparison of it (every run's config as compare saves it)."""
+    config = tmp_path / "frontier.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "frontier"
+    for method, accs in ACCS.items():
+        for seed in (0, 1):
+            settings = run_settings(config, method, seed, None, out)  # type: ignore[arg-type]
+            run = RunDir(settings.run.run_dir)
+            run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+            logs = run_logs(method, seed, STEP_S[method], accs)
+            (run.root / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in logs.metrics))
+            (run.root / "eval.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in logs.evals))
+    return config, out
+
+
+def run_bench(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["frontier.py", *args])
+    frontier_bench.main()
+
+
+def test_analyse_only_writes_the_figure_page_and_json(tmp_path, monkeypatch, capsys):
+    config, out = comparison(tmp_path)
+    run_bench(
+        monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only",
+        "--teacher-success", "0.8", "--teacher-episodes", "60",
+    )  # fmt: skip
+    data = json.loads((out / "frontier.json").read_text())
+    # vanilla's Same-Step: steps 0..3 = (0 + .25 + .5 + .5) / 4 = 0.3125; 90% of it = 0.28125
+    assert data["threshold"] == pytest.approx(0.28125)
+    # TurnOPD reaches it at step 1 (5 s), vanilla at step 2 (20 s)
+    assert data["time_ratio_vanilla_over_turnopd"] == pytest.approx(4.0)
+    assert data["methods"]["turnopd"]["best_over_teacher"] == pytest.approx(0.75 / 0.8)
+    assert data["teacher"]["note"] == "given by --teacher-success (60 episodes)"
+    assert (out / "frontier.png").stat().st_size > 0 and (out / "summary.json").is_file()
+    assert "4.00x (target >= 1.5x)" in (out / "frontier.md").read_text()
+    assert "# Accuracy-time frontier (turnopd, vanilla; 2 seeds)" in capsys.readouterr().out
+
+
+def test_teacher_measured_on_other_games_is_named(tmp_path, monkeypatch):
+    config, out = comparison(tmp_path)
+    run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only")
+    teacher = json.loads((out / "frontier.json").read_text())["teacher"]
+    assert teacher["score"] is None and teacher["note"].endswith("pass --teacher-success")
+
+
+def test_incomplete_runs_and_a_missing_config_are_named(tmp_path, monkeypatch):
+    config, out = comparison(tmp_path)
+    metrics = out / "vanilla" / "seed1" / "metrics.jsonl"
+    metrics.write_text("".join(metrics.read_text().splitlines(keepends=True)[:2]))
+    with pytest.raises(SystemExit, match=r"not complete: vanilla seed 1 \(partial\)"):
+        run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only")
+    with pytest.raises(SystemExit, match=r"config not found: .*missing\.toml"):
+        run_bench(monkeypatch, "--config", str(tmp_path / "missing.toml"), "--out", str(out))
