@@ -23,7 +23,6 @@ from services.contracts.completions import (
     CompletionResponse,
     CompletionUsage,
     PositionLogprobs,
-    PromptLogprob,
 )
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
 from services.errors import InputError, TurnOPDError
@@ -82,7 +81,7 @@ def _row_scores(choice: CompletionChoice, row: ScoreRow, top_k: int) -> RowScore
         where = f"prompt {choice.index}, position {p}"
         if entries is None:
             raise EndpointAnswerError(f"{where}: no prompt log-probs")
-        ranked = sorted(entries.items(), key=lambda kv: (-kv[1].logprob, kv[0]))[:top_k]
+        ranked = sorted(entries.items(), key=lambda kv: (-kv[1]["logprob"], kv[0]))[:top_k]
         if len(ranked) < top_k:
             raise EndpointAnswerError(f"{where}: {len(entries)} log-probs, fewer than top_k = {top_k}")
         actual = entries.get(token_ids[p])
@@ -91,8 +90,8 @@ def _row_scores(choice: CompletionChoice, row: ScoreRow, top_k: int) -> RowScore
                 f"{where}: the log-prob of the token there ({token_ids[p]}) is missing from the answer"
             )
         top_ids[i] = [token for token, _ in ranked]
-        top_lps[i] = [entry.logprob for _, entry in ranked]
-        token_lp[i] = actual.logprob
+        top_lps[i] = [entry["logprob"] for _, entry in ranked]
+        token_lp[i] = actual["logprob"]
         entropy[i] = topk_tail_entropy(top_lps[i])
     return RowScores(top_ids, top_lps, token_lp, entropy)
 
@@ -135,14 +134,15 @@ def completion_from_scores(prompts: list[list[int]], scores: ScoreResponse, mode
         for p, ids, lps, token_lp in zip(
             seq.positions, seq.top_ids, seq.top_logprobs, seq.token_logprob, strict=True
         ):
-            entries = {
-                t: PromptLogprob(logprob=lp, rank=j + 1)
-                for j, (t, lp) in enumerate(zip(ids, lps, strict=True))
+            entries: PositionLogprobs = {
+                t: {"logprob": lp, "rank": j} for j, (t, lp) in enumerate(zip(ids, lps, strict=True), 1)
             }
-            entries.setdefault(prompt[p], PromptLogprob(logprob=token_lp))
+            entries.setdefault(prompt[p], {"logprob": token_lp, "rank": None})
             positions.append(entries)
+        # Built from scores our own contracts validated: validating K+1 entries per position again
+        # would cost as much as building them.
         choices.append(
-            CompletionChoice(
+            CompletionChoice.model_construct(
                 index=index,
                 text="",
                 finish_reason="length",

@@ -35,8 +35,8 @@ def test_a_vllm_answer_parses_with_token_id_keys():
     assert choice.prompt_logprobs[0] is None
     assert choice.prompt_logprobs[2] is not None
     assert sorted(choice.prompt_logprobs[2]) == [4, 8, 9]
-    assert choice.prompt_logprobs[2][9].logprob == -3.5
-    assert choice.prompt_logprobs[2][9].rank == 6
+    assert choice.prompt_logprobs[2][9]["logprob"] == -3.5
+    assert choice.prompt_logprobs[2][9]["rank"] == 6
     assert choice.prompt_token_ids == [5, 7, 9]
     assert response.usage is not None and response.usage.prompt_tokens == 3
 
