@@ -89,6 +89,10 @@ def train(args: argparse.Namespace, planned: list[PlannedRun]) -> None:
 
 def main() -> None:
     args = parse_args()
+    if args.teacher_episodes is not None and args.teacher_success is None:
+        sys.exit("--teacher-episodes counts the episodes behind --teacher-success; give both")
+    if args.teacher_success is not None and not 0.0 <= args.teacher_success <= 1.0:
+        sys.exit(f"--teacher-success is a rate in [0, 1], got {args.teacher_success}")
     if not args.config.is_file():
         sys.exit(
             f"config not found: {args.config} (the frontier config is configs/frontier.toml; pass --config)"

@@ -162,14 +162,14 @@ def best_table(report: FrontierReport) -> Table:
 def notes(report: FrontierReport) -> list[str]:
     """The games behind each number, and where the runs fall short of the issue's protocol."""
     out = [
-        f"Each evaluation point: {report.games} games x {report.n} sample(s) = {report.games * report.n} "
+        f"Each evaluation point: {report.games} games x {report.n} sample{'s' if report.n > 1 else ''} = {report.games * report.n} "
         "episodes; one game moves a rate by "
         f"{pct(1 / report.games, 1)} points."
     ]
     seeds = len(report.summary.seeds)
     if seeds < MIN_SEEDS:
         out.append(
-            f"{seeds} seed(s): fewer than the {MIN_SEEDS} the protocol asks; read the spread as noise."
+            f"{seeds} seed{'s' if seeds > 1 else ''}: fewer than the {MIN_SEEDS} the protocol asks; read the spread as noise."
         )
     if report.games < MIN_GAMES:
         out.append(f"{report.games} games per evaluation: fewer than the protocol's {MIN_GAMES}.")
@@ -187,7 +187,11 @@ def notes(report: FrontierReport) -> list[str]:
 
 def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
     parts = [comparison_table(report.summary), spread_table(report), reach_table(report), best_table(report)]
-    head = [f"# Accuracy-time frontier ({', '.join(report.methods)}; {len(report.summary.seeds)} seeds)", ""]
+    seeds = len(report.summary.seeds)
+    head = [
+        f"# Accuracy-time frontier ({', '.join(report.methods)}; {seeds} seed{'s' if seeds > 1 else ''})",
+        "",
+    ]
     if figure is not None:
         head += [
             f"![Success against cumulative step wall time]({figure})",

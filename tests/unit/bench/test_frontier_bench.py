@@ -83,3 +83,11 @@ def test_incomplete_runs_and_a_missing_config_are_named(tmp_path, monkeypatch):
         run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only")
     with pytest.raises(SystemExit, match=r"config not found: .*missing\.toml"):
         run_bench(monkeypatch, "--config", str(tmp_path / "missing.toml"), "--out", str(out))
+
+
+def test_teacher_options_are_checked(tmp_path, monkeypatch):
+    config, out = comparison(tmp_path)
+    with pytest.raises(SystemExit, match="give both"):
+        run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--teacher-episodes", "60")
+    with pytest.raises(SystemExit, match=r"a rate in \[0, 1\], got 80.0"):
+        run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--teacher-success", "80")

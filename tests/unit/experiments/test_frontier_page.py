@@ -68,8 +68,7 @@ def test_page_states_the_targets_and_the_shortfalls():
     assert "vanilla / TurnOPD: 3.00x (target >= 1.5x)." in page
     assert "| 94% |" in page  # 0.75 / 0.8
     assert (
-        "2 seed(s): fewer than the 3" in page
-        and "4 games per evaluation: fewer than the protocol's 60" in page
+        "2 seeds: fewer than the 3" in page and "4 games per evaluation: fewer than the protocol's 60" in page
     )
     assert "vanilla's flattening: too few evaluation points" in page
 
