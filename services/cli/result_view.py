@@ -15,6 +15,8 @@ from services.orchestrator.run_result import RunResult, Score, run_result
 from services.run_dir import EVAL_FILE, METRICS_FILE
 from services.settings.tree import TurnOPDSettings
 
+SUCCESS_FIGURE = "success.png"
+
 
 def eval_description(settings: TurnOPDSettings) -> dict[str, object]:
     """The run's evaluation, in the keys a shipped manifest records its measurement with."""
@@ -71,3 +73,19 @@ def render_result(result: RunResult, console: Console, wall_s: float | None = No
     console.print(table)
     console.print(f"teacher: {result.teacher_note}")
     console.print(f"H_hat after each of the {result.steps} steps: {' '.join(map(str, result.h_hat)) or '-'}")
+    if len(result.curve) > 1:
+        console.print(
+            "success over the run: " + "  ->  ".join(f"step {step} {_cell(s)}" for step, s in result.curve)
+        )
+    if result.climbed is not None:
+        verdict = "lies above" if result.climbed else "does not lie above"
+        console.print(f"the 'after' interval {verdict} the 'before' interval")
+
+
+def write_success_figure(result: RunResult, run_root: Path) -> Path | None:
+    """``success.png`` in the run directory: the student's success after each evaluation (two or more)."""
+    if len(result.curve) < 2:
+        return None
+    from services.experiments.figures import success_figure  # matplotlib only when there is a figure
+
+    return success_figure(result.curve, result.teacher, run_root / SUCCESS_FIGURE)

@@ -16,7 +16,7 @@ from rich.progress import (
 )
 
 from services.cli.options import settings_with
-from services.cli.result_view import load_result, render_result
+from services.cli.result_view import load_result, render_result, write_success_figure
 from services.contracts.method import Method
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
@@ -126,8 +126,13 @@ def train(
         except TurnOPDError as exc:
             exc.add_note(resume_hint(run.root))
             raise
-    render_result(load_result(run.root, settings), Console(), wall_s=time.perf_counter() - started)
-    console.print(f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl)")
+    result = load_result(run.root, settings)
+    render_result(result, Console(), wall_s=time.perf_counter() - started)
+    figure = write_success_figure(result, run.root)
+    shown = f", {figure.name}" if figure else ""
+    console.print(
+        f"run directory: {run.root} ({CONFIG_FILE}, metrics.jsonl, turn_stats.jsonl, eval.jsonl{shown})"
+    )
 
 
 def resume_hint(run_dir: Path) -> str:

@@ -20,6 +20,7 @@ from services.experiments.report_data import (
     TurnGrid,
     smooth,
 )
+from services.orchestrator.run_result import Score
 
 DPI = 110
 
@@ -238,4 +239,24 @@ def frontier_band_figure(
     ax.set_ylabel("validation success (%)")
     ax.set_title("Accuracy-time frontier (mean over seeds, min-max band)")
     ax.legend(fontsize="small", loc="lower right")
+    return _save(fig, path)
+
+
+def success_figure(curve: Sequence[tuple[int, Score]], teacher: Score | None, path: Path) -> Path:
+    """A run's success after each evaluation, with 95% Wilson intervals, and the teacher's level."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    steps = [step for step, _ in curve]
+    rates = np.array([100 * s.rate for _, s in curve])
+    low = np.array([100 * s.interval[0] for _, s in curve])
+    high = np.array([100 * s.interval[1] for _, s in curve])
+    ax.errorbar(steps, rates, yerr=[rates - low, high - rates], marker="o", capsize=4, label="student")
+    if teacher is not None:
+        ax.axhline(100 * teacher.rate, color="grey", linestyle="--", label="teacher, same games")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("optimizer step (0: before training)")
+    ax.set_ylabel("success (%), 95% Wilson interval")
+    games = sorted({s.episodes for _, s in curve})
+    ax.set_title(f"Student success on the same {'/'.join(map(str, games))} validation games")
+    _integer_ticks(ax, x=True, y=False)
+    ax.legend(fontsize="small", loc="upper left")
     return _save(fig, path)

@@ -48,6 +48,15 @@ class RunResult:
     teacher_note: str  # where the teacher's number comes from, or why there is none
     h_hat: list[int]
     steps: int
+    # every evaluation of the run as (step, score) in step order, "before" (step 0) first when known
+    curve: tuple[tuple[int, Score], ...] = ()
+
+    @property
+    def climbed(self) -> bool | None:
+        """Whether the "after" interval lies wholly above the "before" one (None: one is missing)."""
+        if self.before is None or self.after is None:
+            return None
+        return self.after.interval[0] > self.before.interval[1]
 
     @property
     def student_over_teacher(self) -> float | None:
@@ -91,11 +100,18 @@ def run_result(
             float(student_measured["success_rate"]),
             int(student_measured["episodes"]),
         )
+    after = Score(f"student after step {last.step}", last.success_rate, last.episodes) if last else None
+    curve = [
+        (e.step, Score(f"after step {e.step}", e.success_rate, e.episodes)) for e in ordered if e.step > 0
+    ]
+    if before is not None:
+        curve.insert(0, (0, Score("before", before.rate, before.episodes)))
     return RunResult(
         before=before,
-        after=Score(f"student after step {last.step}", last.success_rate, last.episodes) if last else None,
+        after=after,
         teacher=teacher,
         teacher_note=note,
         h_hat=h_hat,
         steps=len(h_hat),
+        curve=tuple(curve),
     )

@@ -75,3 +75,19 @@ def test_without_a_step_0_evaluation_before_comes_from_the_students_manifest_whe
     assert measured_before.before is not None and measured_before.before.rate == 0.1  # the run's own wins
     elsewhere = run_result([_eval(16, 0.6)], [40], _measured(), WANTED, {**student, "max_turns": 50})
     assert elsewhere.before is None
+
+
+def test_the_curve_lists_every_evaluation_in_step_order_and_climbed_compares_the_intervals():
+    result = run_result([_eval(16, 0.6), _eval(0, 0.1), _eval(8, 0.4)], [40, 30], _measured(), WANTED)
+    assert [(step, s.label, s.rate) for step, s in result.curve] == [
+        (0, "before", 0.1),
+        (8, "after step 8", 0.4),
+        (16, "after step 16", 0.6),
+    ]
+    # 6/60 -> [0.047, 0.201]; 36/60 -> [0.474, 0.713]: wholly above
+    assert result.climbed is True
+    # 6/60 against 10/60 -> [0.093, 0.281]: the intervals overlap
+    assert run_result([_eval(0, 0.1), _eval(8, 10 / 60)], [40], _measured(), WANTED).climbed is False
+    # no "before": neither the run's step 0 nor a comparable manifest
+    alone = run_result([_eval(8, 0.4)], [40], _measured(), WANTED)
+    assert alone.climbed is None and [(step, s.label) for step, s in alone.curve] == [(8, "after step 8")]
