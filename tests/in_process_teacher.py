@@ -1,10 +1,21 @@
-"""The teacher's HTTP routes over an in-process backend: the real scorer, without Serve's batching."""
+"""The teacher's HTTP routes over an in-process backend: the real scorer, without Serve's batching;
+and that app served over HTTP on the loopback from a thread (``LoopbackTeacher``), stoppable and
+startable again on the same port, as an OpenAI-compatible endpoint a run can score on."""
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse
 from services.teacher_scorer.codec import requested_top_k, response_from_scores, rows_from_request
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
+from services.teacher_scorer.routes import build_http_app
 from services.teacher_scorer.scorer import TeacherScorer
+from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model
 
 
 class InProcessBackend:
@@ -34,3 +45,38 @@ class InProcessBackend:
 
     def metrics_exposition(self) -> bytes:
         return self.metrics.exposition()
+
+
+class LoopbackTeacher:
+    """Our teacher app scoring with ``checkpoint`` (its tokenizer reads text prompts), served by uvicorn
+    on one loopback port from a thread: ``start``, ``stop`` (connections are then refused), ``start``."""
+
+    def __init__(self, checkpoint: Path, top_k: int = 5, token_budget: int = 4096) -> None:
+        engine = TransformersEngine(load_teacher_model(checkpoint, "cpu", "float32"))
+        scorer = TeacherScorer(engine, token_budget=token_budget, max_batch_size=8)
+        self.backend = InProcessBackend(scorer, top_k, str(checkpoint))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = uvicorn.Config(
+            build_http_app(lambda: self.backend), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"the loopback teacher did not start on port {self.port}")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=30)
+        self._server = self._thread = None

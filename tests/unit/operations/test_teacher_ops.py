@@ -3,46 +3,28 @@ served over HTTP on the loopback, and refuses a server that tokenises otherwise 
 
 import json
 import shutil
-import socket
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
-from in_process_teacher import InProcessBackend
+from in_process_teacher import LoopbackTeacher
 
 from services.models.loading import load_tokenizer
 from services.operations.lifecycle import RunContext, TeacherOps
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TokenizerMismatchError
-from services.teacher_scorer.routes import build_http_app
-from services.teacher_scorer.scorer import TeacherScorer
-from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model
 
 
 def _serve(checkpoint: Path) -> Iterator[str]:
     """Our teacher app on a free loopback port, scoring with ``checkpoint``; yields its base URL."""
-    engine = TransformersEngine(load_teacher_model(checkpoint, "cpu", "float32"))
-    backend = InProcessBackend(TeacherScorer(engine, token_budget=512, max_batch_size=8), 5, str(checkpoint))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(build_http_app(lambda: backend), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
+    server = LoopbackTeacher(checkpoint, token_budget=512)
+    server.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield server.url
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        server.stop()
 
 
 @pytest.fixture
