@@ -5,7 +5,10 @@ machine, one after the other. The bare side is the engine called in-process on a
 once (length-sorted passes under the same token budget; no Serve, no serialisation, no queue). The
 service side runs `turnopd`'s `teacher` app on a local Ray with one replica, and N clients that
 each send their requests one after another, through the deployment handle (packed buffers) and
-then over HTTP (JSON). Prints scored positions per second of each and the ratio service / bare.
+then over HTTP (JSON), then as an OpenAI-compatible endpoint (``/v1/completions`` through the
+run's ``EndpointTeacherClient``, which answers every position). Prints scored positions per
+second of each, the ratios service / bare and to the handle path, and the bytes per scored token
+of the endpoint's JSON answer against the packed handle format.
 
     PYTHONPATH=$PWD python bench/teacher_throughput.py [--clients 16] [--replica-cpus 2] ...
 """
@@ -17,13 +20,18 @@ import statistics
 import time
 from dataclasses import dataclass
 
+import httpx
 import numpy as np
 import ray
 import torch
 from ray import serve
 
+from services.contracts.completions import CompletionResponse
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.codec import pack_scores
+from services.teacher_scorer.completions_codec import completion_request, scores_from_completion
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.http_client import TeacherHttpClient
@@ -65,6 +73,20 @@ def make_workload(args: argparse.Namespace) -> Workload:
             client.append(rows)
         requests.append(client)
     return Workload(requests)
+
+
+def every_position(work: Workload) -> Workload:
+    """The same rows scored at every position: what an endpoint answers (prompt_logprobs has no
+    positions field), so the handle path on these isolates the transport from the extra positions."""
+    return Workload(
+        [
+            [
+                [ScoreRow(r.token_ids_T, np.arange(1, r.length, dtype=np.int64)) for r in rows]
+                for rows in client
+            ]
+            for client in work.requests
+        ]
+    )
 
 
 def bare_forward(scorer: TeacherScorer, work: Workload, top_k: int) -> float:
@@ -112,6 +134,34 @@ async def through_http(url: str, work: Workload, top_k: int) -> float:
         return time.perf_counter() - start
 
 
+async def through_endpoint(client: EndpointTeacherClient, work: Workload, top_k: int) -> float:
+    """The same requests through the OpenAI-compatible /v1/completions (every position answered)."""
+
+    async def one_client(requests: list[list[ScoreRow]]) -> None:
+        for rows in requests:
+            await client.score_rows(rows, top_k)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one_client(c) for c in work.requests))
+    return time.perf_counter() - start
+
+
+def bytes_per_scored_token(url: str, rows: list[ScoreRow], top_k: int) -> tuple[float, float, float]:
+    """One request's answer: JSON bytes per scored token, JSON bytes per answered position (the
+    endpoint answers every position), and our packed format's bytes per scored token."""
+    body = completion_request(rows, top_k, "teacher").model_dump_json(exclude_none=True)
+    answer = httpx.post(f"{url}/v1/completions", content=body, headers={"content-type": "application/json"})
+    answer.raise_for_status()
+    completion = CompletionResponse.model_validate_json(answer.content)
+    scored = sum(len(r.positions_P) for r in rows)
+    answered = sum(r.length - 1 for r in rows)
+    packed = pack_scores(scores_from_completion(completion, rows, top_k), top_k)
+    packed_bytes = (
+        len(packed.top_ids) + len(packed.top_logprobs) + len(packed.token_logprob) + len(packed.entropy)
+    )
+    return len(answer.content) / scored, len(answer.content) / answered, packed_bytes / scored
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -128,6 +178,7 @@ def main() -> None:
     parser.add_argument("--batch-wait", type=float, default=0.02)
     parser.add_argument("--replica-cpus", type=float, default=float(os.cpu_count() or 1))
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--skip-endpoint", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -168,13 +219,19 @@ def main() -> None:
     asyncio.run(through_handle(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
     before = handle.stats.remote().result()
     # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
-    times: dict[str, list[float]] = {"bare": [], "handle": [], "http": []}
+    endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k)
+    times: dict[str, list[float]] = {"bare": [], "handle": [], "http": [], "endpoint": [], "handle_all": []}
+    work_all = every_position(work)
     for _ in range(args.rounds):
         times["bare"].append(bare_forward(scorer, work, args.top_k))
         times["handle"].append(asyncio.run(through_handle(client, work, args.top_k)))
         if not args.skip_http:
             times["http"].append(asyncio.run(through_http(url, work, args.top_k)))
+        if not args.skip_endpoint:
+            times["endpoint"].append(asyncio.run(through_endpoint(endpoint, work, args.top_k)))
+            times["handle_all"].append(asyncio.run(through_handle(client, work_all, args.top_k)))
     after = handle.stats.remote().result()
+    wire = None if args.skip_endpoint else bytes_per_scored_token(url, work.requests[0][0], args.top_k)
     serve.shutdown()
     ray.shutdown()
 
@@ -189,10 +246,33 @@ def main() -> None:
     )
     bare_tps = work.scored / statistics.median(times["bare"])
     print(f"bare batched forward   : {bare_tps:8.0f} scored tokens/s")
-    for side, label in (("handle", "handle (packed)"), ("http", "HTTP (JSON)    ")):
+    handle_tps = work.scored / statistics.median(times["handle"])
+    for side, label in (
+        ("handle", "handle (packed)"),
+        ("http", "HTTP (JSON)    "),
+        ("endpoint", "/v1/completions"),
+    ):
         if times[side]:
             tps = work.scored / statistics.median(times[side])
-            print(f"service, {label}: {tps:8.0f} scored tokens/s   ratio service/bare {tps / bare_tps:.2f}")
+            print(
+                f"service, {label}: {tps:8.0f} scored tokens/s   ratio service/bare {tps / bare_tps:.2f}"
+                f"   ratio to handle {tps / handle_tps:.2f}"
+            )
+    if times["endpoint"]:
+        # the endpoint's rows scored at every position through the handle: what the transport costs
+        all_tps = work.scored / statistics.median(times["handle_all"])
+        endpoint_tps = work.scored / statistics.median(times["endpoint"])
+        print(
+            f"service, handle scoring every position as the endpoint does: {all_tps:8.0f} scored tokens/s   "
+            f"ratio to handle {all_tps / handle_tps:.2f}; endpoint / this {endpoint_tps / all_tps:.2f}"
+        )
+    if wire is not None:
+        json_scored, json_answered, packed = wire
+        print(
+            f"bytes per scored token at K={args.top_k}: /v1/completions JSON {json_scored:.0f} "
+            f"({json_answered:.0f} per answered position: it answers every one), packed handle format "
+            f"{packed:.0f}; JSON / packed {json_scored / packed:.1f}"
+        )
 
 
 if __name__ == "__main__":
