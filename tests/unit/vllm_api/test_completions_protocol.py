@@ -13,9 +13,10 @@ protocol = pytest.importorskip(
 )
 from vllm.logprobs import Logprob  # noqa: E402
 
-from services.contracts.completions import CompletionResponse  # noqa: E402
+from services.contracts.completions import CompletionRequest, CompletionResponse  # noqa: E402
 from services.teacher_scorer.completions_codec import completion_request, scores_from_completion  # noqa: E402
 from services.teacher_scorer.engine import ScoreRow  # noqa: E402
+from services.teacher_scorer.token_probe import PROBE_TEXT  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
@@ -32,6 +33,15 @@ def test_our_request_validates_as_vllms():
         "teacher",
     )
     assert theirs.return_token_ids is True
+
+
+def test_our_tokenizer_probe_validates_as_vllms():
+    """The start-up probe sends text for the server to tokenise, and asks for the ids it made."""
+    ours = CompletionRequest(
+        model="teacher", prompt=PROBE_TEXT, prompt_logprobs=20, max_tokens=1, return_token_ids=True
+    )
+    theirs = protocol.CompletionRequest.model_validate(ours.model_dump(exclude_none=True))
+    assert (theirs.prompt, theirs.prompt_logprobs, theirs.return_token_ids) == (PROBE_TEXT, 20, True)
 
 
 def test_vllms_answer_parses_as_ours_and_converts():
