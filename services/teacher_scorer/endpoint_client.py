@@ -24,7 +24,11 @@ from services.contracts.teacher import TeacherContext
 from services.errors import ConfigError, InputError
 from services.service_auth import auth_headers
 from services.settings.teacher import TeacherSettings
-from services.teacher_scorer.completions_codec import completion_request, scores_from_completion
+from services.teacher_scorer.completions_codec import (
+    EndpointAnswerError,
+    completion_request,
+    scores_from_completion,
+)
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.http_client import RETRYABLE_ERRORS, TeacherHttpError, error_detail
 from services.teacher_scorer.retry import RetryPolicy
@@ -118,7 +122,12 @@ class EndpointTeacherClient:
             return_token_ids=True,
         )
         response = await self._post(request.model_dump_json(exclude_none=True))
-        choice = CompletionResponse.model_validate_json(response.content).choices[0]
+        choices = CompletionResponse.model_validate_json(response.content).choices
+        if len(choices) != 1:
+            raise EndpointAnswerError(
+                f"the teacher endpoint {self.url} answered the tokenizer probe (1 prompt) with {len(choices)} choices"
+            )
+        choice = choices[0]
         endpoint = f"the endpoint's (model {self.model or '(its only one)'} at {self.base_url})"
         if choice.prompt_token_ids is None:
             # Without the ids only the vocabulary can be compared; servers that take

@@ -16,6 +16,7 @@ from services.errors import ConfigError, InputError
 from services.models.loading import load_tokenizer
 from services.settings import load_settings
 from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.completions_codec import EndpointAnswerError
 from services.teacher_scorer.endpoint_client import (
     EndpointTeacherClient,
     TokenizerMismatchError,
@@ -251,4 +252,12 @@ def test_a_server_without_prompt_token_ids_is_still_held_to_the_students_vocabul
     server = httpx.MockTransport(lambda _: httpx.Response(200, json=answer))
     client = EndpointTeacherClient("http://sglang:30000", None, policy=FAST, transport=server)
     with pytest.raises(TokenizerMismatchError, match=f"ids up to {student.vocab_size + 7} "):
+        asyncio.run(client.check_tokenizer(student))
+
+
+def test_a_probe_answer_without_a_choice_is_named_not_an_index_error(zoo_cache):
+    student = student_tokens(load_tokenizer("student", zoo_cache), "'student'")
+    server = httpx.MockTransport(lambda _: httpx.Response(200, json={"choices": []}))
+    client = EndpointTeacherClient("http://vllm:8000", "teacher", policy=FAST, transport=server)
+    with pytest.raises(EndpointAnswerError, match=r"tokenizer probe \(1 prompt\) with 0 choices"):
         asyncio.run(client.check_tokenizer(student))
