@@ -27,6 +27,7 @@ from services.contracts.completions import (
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
 from services.errors import InputError, TurnOPDError
 from services.teacher_scorer.engine import RowScores, ScoreRow
+from services.teacher_scorer.token_probe import first_difference
 
 
 class EndpointAnswerError(TurnOPDError, ValueError):
@@ -62,7 +63,7 @@ def _row_scores(choice: CompletionChoice, row: ScoreRow, top_k: int) -> RowScore
     if choice.prompt_token_ids is not None and choice.prompt_token_ids != token_ids:
         raise EndpointAnswerError(
             f"prompt {choice.index}: the endpoint scored other tokens than were sent "
-            f"(first difference at {_first_difference(choice.prompt_token_ids, token_ids)}); it must "
+            f"(first difference at {first_difference(choice.prompt_token_ids, token_ids)}); it must "
             "take token ids as they are, with the student's tokenizer"
         )
     if choice.prompt_logprobs is None or len(choice.prompt_logprobs) != len(token_ids):
@@ -102,10 +103,6 @@ def topk_tail_entropy(top_logprobs_K: np.ndarray) -> float:
     head = float(-(np.exp(lp) * lp).sum())
     tail = 1.0 - float(np.exp(lp).sum())
     return head - tail * math.log(tail) if tail > 0.0 else head
-
-
-def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def score_request_from_completion(prompts: list[list[int]], top_k: int) -> ScoreRequest:

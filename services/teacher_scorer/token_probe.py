@@ -42,6 +42,11 @@ def student_tokens(tokenizer: Any, name: str) -> StudentTokens:
     return StudentTokens(tokenizer=name, text=text, token_ids=ids, pieces=pieces, vocab_size=len(tokenizer))
 
 
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int:
+    """The first index where two id sequences differ (the shorter's length when one extends the other)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def tokenizer_mismatch(
     student: StudentTokens, endpoint: str, endpoint_ids: Sequence[int], top_ids: Iterable[int]
 ) -> str | None:
@@ -50,10 +55,7 @@ def tokenizer_mismatch(
     text; ``top_ids``: every token id its prompt log-probs named."""
     both = f"the student's tokenizer {student.tokenizer} and {endpoint}"
     if list(endpoint_ids) != list(student.token_ids):
-        at = next(
-            (i for i, (a, b) in enumerate(zip(endpoint_ids, student.token_ids, strict=False)) if a != b),
-            min(len(endpoint_ids), len(student.token_ids)),
-        )
+        at = first_difference(endpoint_ids, student.token_ids)
         mine = (
             f"{student.token_ids[at]} ({student.pieces[at]!r})" if at < len(student.token_ids) else "nothing"
         )
