@@ -27,6 +27,7 @@ import torch
 from ray import serve
 
 from services.contracts.completions import CompletionResponse
+from services.orchestrator.teacher_scores import TeacherClient
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import pack_scores
@@ -97,7 +98,10 @@ def bare_forward(scorer: TeacherScorer, work: Workload, top_k: int) -> float:
     return time.perf_counter() - start
 
 
-async def through_handle(client: TeacherHandleClient, work: Workload, top_k: int) -> float:
+async def through_client(client: TeacherClient, work: Workload, top_k: int) -> float:
+    """Seconds for every client's requests, one after another per client, the clients concurrent:
+    through the Serve handle (packed) or an ``EndpointTeacherClient`` (/v1/completions)."""
+
     async def one_client(requests: list[list[ScoreRow]]) -> None:
         for rows in requests:
             await client.score_rows(rows, top_k)
@@ -132,18 +136,6 @@ async def through_http(url: str, work: Workload, top_k: int) -> float:
         start = time.perf_counter()
         await asyncio.gather(*(one_client(c) for c in bodies))
         return time.perf_counter() - start
-
-
-async def through_endpoint(client: EndpointTeacherClient, work: Workload, top_k: int) -> float:
-    """The same requests through the OpenAI-compatible /v1/completions (every position answered)."""
-
-    async def one_client(requests: list[list[ScoreRow]]) -> None:
-        for rows in requests:
-            await client.score_rows(rows, top_k)
-
-    start = time.perf_counter()
-    await asyncio.gather(*(one_client(c) for c in work.requests))
-    return time.perf_counter() - start
 
 
 def bytes_per_scored_token(url: str, rows: list[ScoreRow], top_k: int) -> tuple[float, float, float]:
@@ -216,7 +208,7 @@ def main() -> None:
     handle = serve.run(teacher_application(settings, args.top_k), name=APP_NAME, route_prefix="/teacher")
     client = TeacherHandleClient(handle)
     url = f"http://127.0.0.1:{port}/teacher"
-    asyncio.run(through_handle(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
+    asyncio.run(through_client(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
     before = handle.stats.remote().result()
     # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
     endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k)
@@ -224,12 +216,12 @@ def main() -> None:
     work_all = every_position(work)
     for _ in range(args.rounds):
         times["bare"].append(bare_forward(scorer, work, args.top_k))
-        times["handle"].append(asyncio.run(through_handle(client, work, args.top_k)))
+        times["handle"].append(asyncio.run(through_client(client, work, args.top_k)))
         if not args.skip_http:
             times["http"].append(asyncio.run(through_http(url, work, args.top_k)))
         if not args.skip_endpoint:
-            times["endpoint"].append(asyncio.run(through_endpoint(endpoint, work, args.top_k)))
-            times["handle_all"].append(asyncio.run(through_handle(client, work_all, args.top_k)))
+            times["endpoint"].append(asyncio.run(through_client(endpoint, work, args.top_k)))
+            times["handle_all"].append(asyncio.run(through_client(client, work_all, args.top_k)))
     after = handle.stats.remote().result()
     wire = None if args.skip_endpoint else bytes_per_scored_token(url, work.requests[0][0], args.top_k)
     serve.shutdown()
