@@ -255,8 +255,11 @@ def success_figure(curve: Sequence[tuple[int, Score]], teacher: Score | None, pa
     ax.set_ylim(0, 100)
     ax.set_xlabel("optimizer step (0: before training)")
     ax.set_ylabel("success (%), 95% Wilson interval")
-    games = sorted({s.episodes for _, s in curve})
-    ax.set_title(f"Student success on the same {'/'.join(map(str, games))} validation games")
+    # episodes = games x val_n: "games" would overcount them when val_n > 1
+    episodes = sorted({s.episodes for _, s in curve})
+    ax.set_title(
+        f"Student success on the same validation games ({'/'.join(map(str, episodes))} episodes per evaluation)"
+    )
     _integer_ticks(ax, x=True, y=False)
     ax.legend(fontsize="small", loc="upper left")
     return _save(fig, path)

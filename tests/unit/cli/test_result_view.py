@@ -42,3 +42,19 @@ def test_success_png_is_written_for_two_or_more_evaluations_only(tmp_path):
     with Image.open(path) as image:
         assert image.format == "PNG" and image.width > 300 and image.height > 200
     assert write_success_figure(_result([(8, 0.5)]), tmp_path / "none") is None
+
+
+def test_success_png_counts_episodes_not_games(tmp_path, monkeypatch):
+    """With val_n > 1 an evaluation's episodes are games x n: the title must not call them games."""
+    from services.experiments import figures
+
+    titles: list[str] = []
+    save = figures._save
+
+    def save_noting_the_title(fig, path):
+        titles.append(fig.axes[0].get_title())
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", save_noting_the_title)
+    write_success_figure(_result([(0, 0.1), (4, 0.3)]), tmp_path)
+    assert titles == ["Student success on the same validation games (60 episodes per evaluation)"]
