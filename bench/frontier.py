@@ -59,7 +59,7 @@ def teacher_success(args: argparse.Namespace, run: PlannedRun, episodes: int) ->
     from services.models.shipped import measured_success
 
     if args.teacher_success is not None:
-        count = args.teacher_episodes or episodes
+        count = episodes if args.teacher_episodes is None else args.teacher_episodes
         return Teacher(
             Score("teacher", args.teacher_success, count), f"given by --teacher-success ({count} episodes)"
         )
@@ -91,6 +91,8 @@ def main() -> None:
     args = parse_args()
     if args.teacher_episodes is not None and args.teacher_success is None:
         sys.exit("--teacher-episodes counts the episodes behind --teacher-success; give both")
+    if args.teacher_episodes is not None and args.teacher_episodes < 1:
+        sys.exit(f"--teacher-episodes must be >= 1, got {args.teacher_episodes}")
     if args.teacher_success is not None and not 0.0 <= args.teacher_success <= 1.0:
         sys.exit(f"--teacher-success is a rate in [0, 1], got {args.teacher_success}")
     if not args.config.is_file():

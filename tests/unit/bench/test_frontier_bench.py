@@ -91,3 +91,8 @@ def test_teacher_options_are_checked(tmp_path, monkeypatch):
         run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--teacher-episodes", "60")
     with pytest.raises(SystemExit, match=r"a rate in \[0, 1\], got 80.0"):
         run_bench(monkeypatch, "--config", str(config), "--out", str(out), "--teacher-success", "80")
+    with pytest.raises(SystemExit, match=r"--teacher-episodes must be >= 1, got 0"):
+        run_bench(
+            monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only",
+            "--teacher-success", "0.8", "--teacher-episodes", "0",
+        )  # fmt: skip
