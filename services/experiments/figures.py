@@ -257,8 +257,10 @@ def success_figure(curve: Sequence[tuple[int, Score]], teacher: Score | None, pa
     ax.set_ylabel("success (%), 95% Wilson interval")
     # episodes = games x val_n: "games" would overcount them when val_n > 1
     episodes = sorted({s.episodes for _, s in curve})
+    # two lines: one would be cut at the figure's width
     ax.set_title(
-        f"Student success on the same validation games ({'/'.join(map(str, episodes))} episodes per evaluation)"
+        f"Student success on the same validation games\n({'/'.join(map(str, episodes))} episodes per evaluation)",
+        fontsize="medium",
     )
     _integer_ticks(ax, x=True, y=False)
     ax.legend(fontsize="small", loc="upper left")

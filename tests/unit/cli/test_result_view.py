@@ -57,4 +57,4 @@ def test_success_png_counts_episodes_not_games(tmp_path, monkeypatch):
 
     monkeypatch.setattr(figures, "_save", save_noting_the_title)
     write_success_figure(_result([(0, 0.1), (4, 0.3)]), tmp_path)
-    assert titles == ["Student success on the same validation games (60 episodes per evaluation)"]
+    assert titles == ["Student success on the same validation games\n(60 episodes per evaluation)"]
