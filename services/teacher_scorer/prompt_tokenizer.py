@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from services.errors import InputError
+from services.models.loading import load_tokenizer
 from services.teacher_scorer.engine import checkpoint_dir
 
 if TYPE_CHECKING:
@@ -38,12 +39,9 @@ class PromptTokenizer:
 
 
 def _load(path: Path) -> "PreTrainedTokenizerBase":
-    from transformers import AutoTokenizer
-
     if not any((path / name).is_file() for name in _TOKENIZER_FILES):
         raise InputError(
             f"this teacher's checkpoint ({path}) has no tokenizer to read a text prompt; send the prompt "
             "as token ids"
         )
-    tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return tokenizer
+    return load_tokenizer(str(path))
