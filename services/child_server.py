@@ -1,6 +1,10 @@
 """One of the project's HTTP servers run as a child process on a loopback port, until it answers
 ``GET /healthz`` with 200; stopped with SIGINT (killed if it hangs).
 
+A port that already has a listener is refused before the child starts: a gateway left behind by
+a killed run would otherwise answer the new child's health check (the child itself failing to
+bind), and the run would play on the old run's gateway and settings without a word.
+
 Its output goes to a log file whose tail is shown when it fails to come up. Without a given log
 path the log goes to a fresh temporary directory, which a clean ``stop`` removes again and a
 failed start keeps (its path is in the error).
@@ -9,6 +13,7 @@ failed start keeps (its path is in the error).
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -31,6 +36,7 @@ class ChildServer(ABC):
     ``scratch_prefix``)."""
 
     label = "server"
+    port_setting = "its port"
     log_name = "server.log"
     scratch_prefix = "turnopd-server-"
 
@@ -63,7 +69,8 @@ class ChildServer(ABC):
         return dict(os.environ)
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
-        """Start the server and wait until ``/healthz`` answers 200."""
+        """Start the server and wait until ``/healthz`` answers 200 while the child still runs."""
+        self._refuse_taken_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:
             self._process = subprocess.Popen(self.command(), stdout=sink, stderr=sink, env=self.environment())
@@ -76,7 +83,10 @@ class ChildServer(ABC):
                     f"{self.log_tail()}"
                 )
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=2.0).status_code == 200:
+                if (
+                    httpx.get(f"{self.url}/healthz", timeout=2.0).status_code == 200
+                    and self._process.poll() is None
+                ):
                     return self
             except httpx.TransportError:
                 pass
@@ -86,6 +96,18 @@ class ChildServer(ABC):
         self._failed = True
         self.stop()
         raise TurnOPDError(f"{self.label} not healthy after {self._timeout:.0f}s; log {self.log_path}")
+
+    def _refuse_taken_port(self) -> None:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
+                pass
+        except OSError:
+            return  # nothing listens there: the port is ours to take
+        raise TurnOPDError(
+            f"{self.label}: port {self.port} on 127.0.0.1 already has a server listening (another run's "
+            f"{self.label}, or one a killed run left behind: `ss -ltnp 'sport = :{self.port}'` names its "
+            f"process); stop it, or set {self.port_setting} to another port"
+        )
 
     def stop(self) -> None:
         """Interrupt the server, killing it if it hangs; then remove the temporary log directory

@@ -32,6 +32,7 @@ class LocalGateway(ChildServer):
     """
 
     label = "env gateway"
+    port_setting = "[env_gateway] port (TURNOPD_ENV_GATEWAY__PORT; 0: any free port)"
     log_name = "gateway.log"
     scratch_prefix = "turnopd-gateway-"
 

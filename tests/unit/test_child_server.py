@@ -105,3 +105,22 @@ def test_a_runs_gateway_reads_its_settings_from_a_file_and_its_token_from_the_en
     assert gateway.environment()["TURNOPD_SERVICE_TOKEN"] == "s3cret"
     with pytest.raises(ValueError, match="not both"):
         LocalGateway(Path("g.toml"), settings=settings)
+
+
+def test_a_port_another_server_listens_on_is_refused_before_the_child_starts() -> None:
+    import socket
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        server = _StandIn(_HEALTHY, port=port)
+        with pytest.raises(
+            TurnOPDError, match=f"stand-in server: port {port} on 127.0.0.1 already has a server"
+        ) as raised:
+            server.start()
+        assert f"sport = :{port}" in str(raised.value) and "set its port to another port" in str(raised.value)
+        assert server._process is None  # no child was started
+        assert not server.log_path.exists()
+        server.stop()
+
