@@ -123,4 +123,3 @@ def test_a_port_another_server_listens_on_is_refused_before_the_child_starts() -
         assert server._process is None  # no child was started
         assert not server.log_path.exists()
         server.stop()
-
