@@ -27,6 +27,7 @@ import httpx
 
 from services.errors import TurnOPDError
 from services.loopback import free_loopback_port
+from services.parent_watch import PARENT_ENV
 
 HEALTH_POLL_S = 0.2
 
@@ -65,8 +66,9 @@ class ChildServer(ABC):
         """The argv that runs the server on ``self.port``."""
 
     def environment(self) -> dict[str, str]:
-        """The server's environment: this process's (a subclass adds what it must not put in argv)."""
-        return dict(os.environ)
+        """The server's environment: this process's, with this process's pid as the parent the
+        server watches (``services.parent_watch``); a subclass adds what it must not put in argv."""
+        return dict(os.environ) | {PARENT_ENV: str(os.getpid())}
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
         """Start the server and wait until ``/healthz`` answers 200 while the child still runs."""

@@ -60,7 +60,9 @@ def env_gateway(
     settings = gateway_settings(config, settings_file, {"host": host, "port": port, "workers": workers})
     token = settings_with(config, ("security",)).security.resolved_service_token()
     from services.env_gateway.main import serve
+    from services.parent_watch import watch_parent
 
+    watch_parent()
     serve(settings, token)
 
 
@@ -88,8 +90,10 @@ def retrieval(
             "fail_every": fail_every,
         },
     )
+    from services.parent_watch import watch_parent
     from services.retrieval_server.app import serve
 
+    watch_parent()
     serve(settings)
 
 
