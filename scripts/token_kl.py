@@ -18,21 +18,13 @@ import argparse
 import json
 from pathlib import Path
 
-from services.diagnostics.token_kl import ClassKL, empty_classes, kl_by_class, response_tokens
-
-
-def full_reverse_kl(student_logits, teacher_logits):  # type: ignore[no-untyped-def]
-    """Per-position KL(student || teacher) over the whole vocabulary."""
-    import torch
-
-    ls = torch.log_softmax(student_logits.float(), dim=-1)
-    lt = torch.log_softmax(teacher_logits.float(), dim=-1)
-    return (ls.exp() * (ls - lt)).sum(-1)
+from services.diagnostics.token_kl import empty_classes, kl_by_class, response_tokens
 
 
 def main(argv: list[str] | None = None) -> None:
     import torch
 
+    from services.learner.topk_kl import support_reverse_kl
     from services.models.loading import load_causal_lm, load_tokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -56,21 +48,26 @@ def main(argv: list[str] | None = None) -> None:
         for g in games
     ]
     with torch.no_grad():
-        teacher_logits = [teacher(torch.tensor([g["token_ids"]])).logits[0] for g in games]
+        teacher_logprobs = [
+            torch.log_softmax(teacher(torch.tensor([g["token_ids"]])).logits[0].float(), dim=-1)
+            for g in games
+        ]
     print(f"{len(games)} trajectories, teacher {args.teacher}")
     print(f"{'model':56s} {'novel':>7s} {'copied':>7s} {'call':>7s} {'all':>7s} {'novel share':>11s}")
-    sums: dict[str, ClassKL] = empty_classes()
     for name in args.models:
         model = load_causal_lm(name)
         sums = empty_classes()
         with torch.no_grad():
-            for game, tokens, t_logits in zip(games, classes, teacher_logits, strict=True):
-                kl_N = full_reverse_kl(model(torch.tensor([game["token_ids"]])).logits[0], t_logits)
-                kl_by_class(kl_N.tolist(), tokens, sums)
+            for game, tokens, lt_N_V in zip(games, classes, teacher_logprobs, strict=True):
+                ls_N_V = torch.log_softmax(model(torch.tensor([game["token_ids"]])).logits[0].float(), dim=-1)
+                # over the whole vocabulary, "renorm" is the plain reverse KL (both sides already sum to 1)
+                kl_by_class(support_reverse_kl(ls_N_V, lt_N_V, "renorm").tolist(), tokens, sums)
         share = sums["novel"].total / sums["all"].total if sums["all"].total else 0.0
         means = " ".join(f"{sums[c].mean:7.4f}" for c in ("novel", "copied", "call", "all"))
         print(f"{name[-56:]:56s} {means} {share:11.1%}")
-    print("tokens: " + ", ".join(f"{c} {sums[c].tokens}" for c in ("novel", "copied", "call", "all")))
+    every = [token for tokens in classes for token in tokens]
+    novel, call = sum(t.novel for t in every), sum(t.in_call for t in every)
+    print(f"tokens: novel {novel}, copied {len(every) - novel}, call {call}, all {len(every)}")
 
 
 if __name__ == "__main__":
