@@ -1,12 +1,13 @@
 """The services of a run behind one lifecycle interface: start, stop, replace (a fresh process,
 optionally with new settings), scale, and health (their rows of `turnopd status`).
 
-``services.operations.stack.start_stack`` starts them in order and stops them in reverse at the
-run's end; each ``ManagedService`` here owns its live process (the Redis server, the controller
-actor, the gateway, the Serve app, the pool, the learner), the settings it runs with now, how to
-replace it so that training never stops, skips or repeats an optimizer step
-(``services.operations.restarts`` states the rule for each), and how to report it. The step
-pipeline sees only their handles, which stay valid across a replacement (``Stack``).
+``services.operations.stack.start_stack`` starts them together (each once what it needs is up)
+and stops them together at the run's end (each once what needs it is down); each
+``ManagedService`` here owns its live process (the Redis server, the controller actor, the gateway,
+the Serve app, the pool, the learner), the settings it runs with now, how to replace it so that
+training never stops, skips or repeats an optimizer step (``services.operations.restarts`` states
+the rule for each), and how to report it. The step pipeline sees only their handles, which stay
+valid across a replacement (``Stack``).
 """
 
 import asyncio
@@ -595,8 +596,8 @@ def started(live: T | None, what: str) -> T:
 
 @dataclass(frozen=True)
 class Services:
-    """The run's services (a teacher app per teacher); ``in_start_order`` starts them (each needs the
-    ones before it)."""
+    """The run's services (a teacher app per teacher), listed ``in_start_order``; each starts as soon
+    as what it needs is up (``start_needs``) and stops once what needs it is down (``stop_needs``)."""
 
     redis: RedisOps
     controller: ControllerOps
@@ -632,6 +633,22 @@ class Services:
 
     def in_start_order(self) -> list[ManagedService[Any]]:
         return [self.redis, self.controller, self.env_gateway, *self.teachers, self.pool, self.learner]
+
+    def start_needs(self) -> dict[ManagedService[Any], list[ManagedService[Any]]]:
+        """What each service must have up before it starts (the rest start at once): the controller
+        its Redis, the pool its gateway, a teacher app the one before it (Serve deploys in turn)."""
+        needs: dict[ManagedService[Any], list[ManagedService[Any]]] = {
+            self.controller: [self.redis],
+            self.pool: [self.env_gateway],
+        }
+        for earlier, later in zip(self.teachers, self.teachers[1:], strict=False):
+            needs[later] = [earlier]
+        return needs
+
+    def stop_needs(self) -> dict[ManagedService[Any], list[ManagedService[Any]]]:
+        """``start_needs``, and the learner's pool: a closing learner has the pool copy the weights
+        it holds (so the pool stops after the learner)."""
+        return {**self.start_needs(), self.learner: [self.pool]}
 
     def by_kind(self) -> dict[str, ManagedService[Any]]:
         """By ``kind``, in the order `turnopd status` lists them."""

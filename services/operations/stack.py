@@ -4,21 +4,26 @@ Order: Ray, Redis (``REDIS_URL`` / ``[controller] redis_url``, else an embedded 
 run directory; a non-loopback URL needs a password), the `controller` actor, the env gateway
 (``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on
 ``[env_gateway] port``, 0: any free port), the `teacher` Serve app, the rollout pool, the learner.
-Each is a ``ManagedService`` (``services.operations.lifecycle``) started in that order and stopped
-in reverse on the run's ``ExitStack``.
+Each is a ``ManagedService`` (``services.operations.lifecycle``); they start together, each once
+what it needs is up (the controller its Redis, the pool its gateway: ``Services.start_needs``), and
+stop together at the run's end, each once what needs it is down (``Services.stop_needs``).
 
 The ``Stack`` is what the step pipeline sees: handles that stay valid for the whole run, whatever
 `turnopd restart` replaces behind them, and the services themselves for operations.
 """
 
+import logging
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
-from services.operations.lifecycle import RunContext, Services, started
+from services.operations.lifecycle import ManagedService, RunContext, Services, started
+from services.operations.start_together import start_together, stop_together
 from services.ray_names import teacher_app
 from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
@@ -26,6 +31,8 @@ from services.run_dir import RunDir
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.handle_client import TeacherHandleClient
+
+log = logging.getLogger(__name__)
 
 # The client a run scores through: its teacher Serve app's handle, or an OpenAI-compatible endpoint.
 RunTeacher = TeacherHandleClient | EndpointTeacherClient
@@ -68,14 +75,15 @@ def connect_ray(settings: TurnOPDSettings, stack: ExitStack) -> None:
 
 
 def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Stack:
-    """Start every service in order; ``exits`` stops them in reverse (a service that failed to come
-    up stops what it had started)."""
+    """Start every service, each as soon as what it needs is up; ``exits`` stops them, each once what
+    needs it is down (a failed start-up stops whatever had come up)."""
     connect_ray(settings, exits)
     run_id = settings.run.run_id or run.root.resolve().name
     services = Services.of(RunContext(settings=settings, run=run, run_id=run_id))
-    for service in services.in_start_order():
-        exits.callback(service.stop)
-        service.start()
+    order = services.in_start_order()
+    # each stops nothing where it never started
+    exits.callback(stop_together, order, lambda s: s.stop(), services.stop_needs(), _kind)
+    start_together(order, _start_timed, services.start_needs(), _kind)
     return Stack(
         settings=settings,
         run=run,
@@ -86,6 +94,16 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Sta
         learner=started(services.learner.handle, "learner"),
         services=services,
     )
+
+
+def _kind(service: ManagedService[Any]) -> str:
+    return service.kind
+
+
+def _start_timed(service: ManagedService[Any]) -> None:
+    began = time.monotonic()
+    service.start()
+    log.info("%s up in %.1f s", service.kind, time.monotonic() - began)
 
 
 def teacher_clients(services: Services, settings: TurnOPDSettings) -> RunTeacher | dict[str, RunTeacher]:

@@ -176,10 +176,14 @@ def test_only_pools_scale():
         restarts_with(FakePool()).services["controller"].scale(2)
 
 
-def test_services_start_in_dependency_order_and_an_unstarted_one_stops_safely():
+def test_services_start_after_what_they_need_and_an_unstarted_one_stops_safely():
     services = Services.of(RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r"))
     kinds = [service.kind for service in services.in_start_order()]
     assert kinds == ["redis", "controller", "env-gateway", "teacher", "rollout-worker", "learner"]
+    needs = {s.kind: [n.kind for n in ns] for s, ns in services.start_needs().items()}
+    assert needs == {"controller": ["redis"], "rollout-worker": ["env-gateway"]}  # the rest at once
+    stop = {s.kind: [n.kind for n in ns] for s, ns in services.stop_needs().items()}
+    assert stop == {**needs, "learner": ["rollout-worker"]}  # a closing learner hands weights to the pool
     for service in reversed(services.in_start_order()):
         service.stop()  # a start-up that failed early stops the services it never reached
 
