@@ -81,7 +81,9 @@ def chaos_run(
     seen: dict[str, Any] = {}
     rng = random.Random(f"{SEED}/{staleness}")
 
-    def later(delay: float, fn, *args) -> None:
+    kills: list[threading.Thread] = []  # the run's last step waits for these to be over
+
+    def later(delay: float, fn, *args) -> threading.Thread:
         def go() -> None:
             time.sleep(delay)
             fn(*args)
@@ -89,6 +91,7 @@ def chaos_run(
         thread = threading.Thread(target=go, daemon=True)
         thread.start()
         background.append(thread)
+        return thread
 
     def sigkill_worker() -> None:
         before = worker_health("rollout-worker-1").pid
@@ -111,6 +114,11 @@ def chaos_run(
         seen["status_window"] = (asked, time.time())
 
     def on_step(m: StepMetrics) -> None:
+        if m.step == steps - 1:
+            # a SIGKILL and the recovery it starts land inside the run, however late in the step
+            # before it was drawn (the run stops its services the moment its last step is logged)
+            for thread in kills:
+                thread.join(timeout=300)
         for action in on_step_services.get(m.step, []):
             kind, _, name = action.partition(":")
             # somewhere inside the next step (a step after a recovery can be long: at most 8 s)
@@ -122,9 +130,9 @@ def chaos_run(
                 case "cli-status":
                     later(delay, cli_status)
                 case "sigkill" if name == "worker":
-                    later(delay, sigkill_worker)
+                    kills.append(later(delay, sigkill_worker))
                 case "sigkill" if name == "controller":
-                    later(delay, sigkill_controller)
+                    kills.append(later(delay, sigkill_controller))
                 case _:
                     raise AssertionError(action)
 
