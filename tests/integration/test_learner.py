@@ -1,5 +1,8 @@
 """The FSDP2 learner on Ray Train: 1 and 2 workers agree, checkpoints resume exactly."""
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 import ray
 import torch
@@ -15,11 +18,25 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 def settings_for(workers: int) -> TurnOPDSettings:
     s = TurnOPDSettings()
     s.cluster.learner_workers = workers
+    s.learner.num_cpus_per_worker = 0.5  # two learners (three workers) side by side on 2 CPUs
     s.learner.checkpoint_every = 2
     s.learner.token_budget = 64
     s.optim.lr = 1e-3
     s.run.run_id = "learner-test"
     return s
+
+
+def start_side_by_side(*starts: tuple[TurnOPDSettings, Path, Path]) -> list[Learner]:
+    """A ``Learner`` for each (settings, run dir, model), started at once (each start is mostly a
+    new process importing torch: one after the other they left a core idle)."""
+    with ThreadPoolExecutor(len(starts)) as threads:
+        futures = [threads.submit(Learner, s.for_learner(), run, model) for s, run, model in starts]
+    learners = [f.result() for f in futures if f.exception() is None]
+    if len(learners) < len(futures):
+        for learner in learners:
+            learner.close()
+        raise next(f.exception() for f in futures if f.exception() is not None)  # type: ignore[misc]
+    return learners
 
 
 def run_steps(learner, teacher, steps):
@@ -37,21 +54,20 @@ def assert_same_weights(a, b):
 
 
 def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_student, tiny_teacher):
-    two = Learner(settings_for(2).for_learner(), tmp_path / "two", tiny_student)
+    two, one = start_side_by_side(
+        (settings_for(2), tmp_path / "two", tiny_student), (settings_for(1), tmp_path / "one", tiny_student)
+    )
     try:
-        assert two.resumed_step == 0
+        assert two.resumed_step == 0 and one.resumed_step == 0
         res2 = run_steps(two, tiny_teacher, [1, 2])
+        res1 = run_steps(one, tiny_teacher, [1, 2, 3])
     finally:
         two.close()
+        one.close()
     ckpt = latest_checkpoint(tmp_path / "two")
     assert ckpt is not None and read_state(ckpt)["step"] == 2
     assert (ckpt / "config.json").is_file() and (ckpt / "model.safetensors").is_file()
 
-    one = Learner(settings_for(1).for_learner(), tmp_path / "one", tiny_student)
-    try:
-        res1 = run_steps(one, tiny_teacher, [1, 2, 3])
-    finally:
-        one.close()
     for (r2, w2), (r1, w1) in zip(res2, res1[:2], strict=True):
         assert r2.loss == pytest.approx(r1.loss, rel=1e-4)
         assert r2.tokens == r1.tokens and r2.weights_version == r1.weights_version
@@ -80,14 +96,16 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
 def test_mini_batches_are_the_same_updates_on_one_and_two_workers(
     ray_session, tmp_path, tiny_student, tiny_teacher
 ):
-    results = {}
-    for workers in (1, 2):
-        settings = settings_for(workers)
-        settings.optim.mini_batches = 3
-        learner = Learner(settings.for_learner(), tmp_path / f"w{workers}", tiny_student)
-        try:
-            results[workers] = run_steps(learner, tiny_teacher, [1, 2])
-        finally:
+    settings = {workers: settings_for(workers) for workers in (1, 2)}
+    for each in settings.values():
+        each.optim.mini_batches = 3
+    learners = start_side_by_side(*((settings[w], tmp_path / f"w{w}", tiny_student) for w in (1, 2)))
+    try:
+        results = {
+            w: run_steps(learner, tiny_teacher, [1, 2]) for w, learner in zip((1, 2), learners, strict=True)
+        }
+    finally:
+        for learner in learners:
             learner.close()
     for (r2, w2), (r1, w1) in zip(results[2], results[1], strict=True):
         assert r2.loss == pytest.approx(r1.loss, rel=1e-4) and r2.tokens == r1.tokens
