@@ -9,7 +9,7 @@ from pathlib import Path
 
 import uvicorn
 
-from services.contracts.teacher import ScoreRequest, ScoreResponse
+from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherContext
 from services.teacher_scorer.codec import requested_top_k, response_from_scores, rows_from_request
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
@@ -26,6 +26,7 @@ class InProcessBackend:
         self.scorer = scorer
         self.default_top_k = default_top_k
         self.tokenize = PromptTokenizer(model)
+        self.served_model = model or "teacher"
         self.metrics = TeacherMetrics(replica="in-process")
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
@@ -42,6 +43,9 @@ class InProcessBackend:
 
     async def check_health(self) -> None:
         self.scorer.check_health()
+
+    def limits(self) -> TeacherContext:
+        return self.scorer.limits.context
 
     def metrics_exposition(self) -> bytes:
         return self.metrics.exposition()

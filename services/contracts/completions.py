@@ -1,4 +1,5 @@
-"""The scoring subset of the OpenAI-compatible ``POST /v1/completions`` (vLLM's, SGLang's).
+"""The scoring subset of the OpenAI-compatible ``POST /v1/completions`` (vLLM's, SGLang's), and
+``GET /v1/models``, where a client reads the served model's context.
 
 # orchestrator -> OpenAI-compatible teacher endpoint (vLLM, SGLang, or our teacher app) -> orchestrator
 
@@ -114,3 +115,28 @@ class CompletionResponse(Contract):
     model: str = ""
     choices: list[CompletionChoice]
     usage: CompletionUsage | None = None
+
+
+class ModelCard(Contract):
+    """One served model (vLLM's ``ModelCard``: the fields a scoring client reads)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str = Field(description="The served model name, as requests give it in `model`.")
+    object: Literal["model"] = "model"
+    created: NonNegInt = 0
+    owned_by: str = "turnopd"
+    max_model_len: JsonPositiveInt | None = Field(
+        None,
+        description="One more than the longest prompt the server scores (vLLM counts the one token "
+        "it must generate).",
+    )
+
+
+class ModelList(Contract):
+    """``GET /v1/models``: the models the server serves."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]

@@ -29,7 +29,7 @@ from services.contracts.operations import ServiceStatus
 from services.controller.actor import start_controller
 from services.controller.embedded_redis import EmbeddedRedis
 from services.env_gateway.local_server import LocalGateway
-from services.errors import ConfigError, ConflictError, InputError
+from services.errors import ConflictError, InputError
 from services.learner.service import Learner
 from services.models.loading import load_tokenizer
 from services.models.registry import resolve_model_dir
@@ -368,8 +368,8 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
 class TeacherOps(ManagedService[TeacherServiceSettings]):
     """A teacher Serve app (`teacher`; in a multi-environment run `teacher-<name>`, one per source's
     teacher: ``env``); the pipeline scores through ``handle`` (Serve's handle follows redeploys).
-    With ``[teacher] endpoint_url`` no app is deployed: ``handle`` scores on that server, which the
-    run neither restarts nor scales."""
+    With ``[teacher] endpoint_url`` (a source's ``endpoint_url`` in a multi-environment run) no app is
+    deployed: ``handle`` scores on that server, which the run neither restarts nor scales."""
 
     deployed = False
     handle: TeacherHandleClient | EndpointTeacherClient
@@ -384,12 +384,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
 
     def start(self) -> None:
         teacher = self.settings.teacher
-        if teacher.endpoint_url:
-            if self.env is not None:
-                raise ConfigError(
-                    "[teacher] endpoint_url scores for the run's one teacher; [[sources]] with teachers of "
-                    "their own cannot share it"
-                )
+        if teacher.endpoint_url:  # [teacher]'s, or this source's (a multi-environment run)
             client = endpoint_client(teacher, self.settings.top_k, os.environ)
             asyncio.run(client.check_top_k(self.settings.top_k))  # K above the server's cap: fail now
             asyncio.run(client.check_tokenizer(self._student_tokens()))  # other token ids: fail now

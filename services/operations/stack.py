@@ -57,8 +57,8 @@ class Stack:
 def logical_cpus_needed(settings: TurnOPDSettings) -> float:
     """Logical CPUs the actors reserve; a local Ray is given at least this many (oversubscribing cores)."""
     c = settings.cluster
-    # one per teacher of a multi-environment run; none where the teacher is an endpoint
-    teacher_apps = 0 if settings.teacher.endpoint_url else len(settings.for_teachers())
+    # one per teacher of a multi-environment run; none for a teacher that is an endpoint
+    teacher_apps = sum(not t.teacher.endpoint_url for t in settings.for_teachers())
     return (
         c.rollout_workers * settings.rollout_worker.num_cpus
         + teacher_apps

@@ -9,7 +9,7 @@ evaluated on ``[eval] split``, the whole batch, ``[models] teacher``, the run's 
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.contracts.env_gateway import EnvName, Split
 from services.settings.algorithm import BlendSettings, DepthSettings
@@ -43,6 +43,28 @@ class TaskSourceSettings(Section):
     blend: dict[str, Any] = Field(
         default_factory=dict, description="Keys of [blend] this source sets otherwise."
     )
+    endpoint_url: str = Field(
+        "",
+        description="Base URL of an OpenAI-compatible server (vLLM, SGLang) that scores this source's "
+        "trajectories instead of a teacher app the run deploys; [teacher]'s client keys apply. Empty: "
+        "the app of `teacher`.",
+    )
+    endpoint_model: str = Field(
+        "", description="That server's served model name (vLLM: --served-model-name); empty: its only model."
+    )
+    endpoint_api_key_env: str = Field(
+        "",
+        pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
+        description="NAME of the environment variable holding that server's API key; empty: no key.",
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_named(self) -> "TaskSourceSettings":
+        if not self.endpoint_url and (self.endpoint_model or self.endpoint_api_key_env):
+            raise ValueError(
+                "endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)"
+            )
+        return self
 
 
 class TaskSource(BaseModel):
@@ -60,6 +82,9 @@ class TaskSource(BaseModel):
     task_reminder: bool
     depth: DepthSettings
     blend: BlendSettings
+    endpoint_url: str = ""
+    endpoint_model: str = ""
+    endpoint_api_key_env: str = ""
 
 
 def _override(section: BaseModel, changes: dict[str, Any], where: str) -> Any:
@@ -110,6 +135,9 @@ def resolve_sources(
                 task_reminder=task_reminder if source.task_reminder is None else source.task_reminder,
                 depth=_override(depth, source.depth, f"sources[{i}].depth"),
                 blend=_override(blend, source.blend, f"sources[{i}].blend"),
+                endpoint_url=source.endpoint_url,
+                endpoint_model=source.endpoint_model,
+                endpoint_api_key_env=source.endpoint_api_key_env,
             )
         )
     return resolved

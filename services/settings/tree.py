@@ -208,12 +208,15 @@ class TurnOPDSettings(TomlSettings):
     def for_teacher(self, env: str | None = None) -> TeacherServiceSettings:
         """The `teacher` Serve app's own settings, composed from the run's; ``env``: the app of that
         source's teacher (`teacher-<name>`) in a multi-environment run."""
-        model, app = self.models.teacher, TEACHER_APP
+        model, app, teacher = self.models.teacher, TEACHER_APP, self.teacher
         if env is not None:
-            model = self.task_source(env).teacher
-            app = teacher_app(model)
+            source = self.task_source(env)
+            model, app = source.teacher, teacher_app(source.teacher)
+            if source.endpoint_url:  # this source scores on a server: [teacher]'s client keys apply
+                endpoint = ("endpoint_url", "endpoint_model", "endpoint_api_key_env")
+                teacher = teacher.model_copy(update={key: getattr(source, key) for key in endpoint})
         return TeacherServiceSettings(
-            teacher=self.teacher,
+            teacher=teacher,
             top_k=self.distill.distill_topk,
             default_model=model,
             cache_dir=self.models.cache_dir,
@@ -266,14 +269,24 @@ class TurnOPDSettings(TomlSettings):
             raise ValueError(
                 "teacher.model is set, but a run with [[sources]] takes each source's teacher; remove it"
             )
-        apps: dict[str, str] = {}
+        if self.teacher.endpoint_url:
+            raise ValueError(
+                "teacher.endpoint_url is set, but a run with [[sources]] scores each source on its own "
+                "teacher; set endpoint_url in the [[sources]] entries that score on a server"
+            )
+        apps: dict[str, TaskSource] = {}
         for i, source in enumerate(self.task_sources()):  # the shares, envs and overrides are checked here
             app = teacher_app(source.teacher)
-            other = apps.setdefault(app, source.teacher)
-            if other != source.teacher:
+            other = apps.setdefault(app, source)
+            if other.teacher != source.teacher:
                 raise ValueError(
-                    f"sources[{i}].teacher: {source.teacher!r} and {other!r} would both be the Serve app "
-                    f"{app!r}; give their directories different names"
+                    f"sources[{i}].teacher: {source.teacher!r} and {other.teacher!r} would both be the Serve "
+                    f"app {app!r}; give their directories different names"
+                )
+            if (other.endpoint_url, other.endpoint_model) != (source.endpoint_url, source.endpoint_model):
+                raise ValueError(
+                    f"sources[{i}]: teacher {source.teacher!r} is also the teacher of source {other.env!r}, "
+                    "which scores it elsewhere (endpoint_url, endpoint_model); one teacher, one place"
                 )
         return self
 

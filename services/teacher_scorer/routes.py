@@ -1,4 +1,5 @@
-"""HTTP routes of the teacher: ``POST /v1/score``, ``POST /v1/completions``, ``GET /healthz``, ``GET /metrics``.
+"""HTTP routes of the teacher: ``POST /v1/score``, ``POST /v1/completions``, ``GET /v1/models``,
+``GET /healthz``, ``GET /metrics``.
 
 The app is built around a backend provider, so the same routes serve inside a Serve replica (the
 provider returns the replica's deployment object) and in-process (any object with these methods).
@@ -6,8 +7,9 @@ Errors are translated here, once, by ``TEACHER_ERRORS`` (which also documents th
 422 with its message, EngineBrokenError -> 503. With a service token, ``/v1/score`` and ``/metrics``
 answer 401 without it; ``/healthz`` stays open. Request bodies are parsed as JSON into
 ``ScoreRequest`` only. ``/v1/completions`` answers the scoring subset of the OpenAI-compatible
-protocol (``contracts/completions.py``) from the same scorer, so vLLM-speaking clients, our
-``EndpointTeacherClient`` among them, can use this app.
+protocol (``contracts/completions.py``) from the same scorer, and ``/v1/models`` names the served
+model and its context as vLLM does, so vLLM-speaking clients, our ``EndpointTeacherClient`` among
+them, can use this app without being told its context.
 """
 
 from collections.abc import Callable
@@ -17,9 +19,9 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from services.contracts.completions import CompletionRequest, CompletionResponse
+from services.contracts.completions import CompletionRequest, CompletionResponse, ModelCard, ModelList
 from services.contracts.http_errors import ErrorDetail
-from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherHealth
+from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherContext, TeacherHealth
 from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
@@ -29,7 +31,11 @@ from services.teacher_scorer.engine import EngineBrokenError
 
 
 class ScoreBackend(Protocol):
+    served_model: str  # the name /v1/models lists: the teacher checkpoint as the app was given it
+
     async def score(self, request: ScoreRequest) -> ScoreResponse: ...
+
+    def limits(self) -> TeacherContext: ...
 
     async def check_health(self) -> None: ...
 
@@ -95,6 +101,19 @@ async def completions(body: CompletionRequest, backend: Backend) -> Response:
     scores = await backend.score(score_request_from_completion(prompts, body.prompt_logprobs))
     answer = completion_from_scores(prompts, scores, body.model or "teacher")
     return Response(content=answer.model_dump_json(), media_type="application/json")
+
+
+@router.get(
+    "/v1/models",
+    response_model=ModelList,
+    dependencies=_AUTH,
+    responses=TEACHER_ERRORS.responses(bearer=True),
+)
+def models(backend: Backend) -> ModelList:
+    """The one model this app serves, with ``max_model_len`` one above the longest sequence it
+    scores (vLLM's count: a client subtracts the token it would generate)."""
+    card = ModelCard(id=backend.served_model, max_model_len=backend.limits().max_length + 1)
+    return ModelList(data=[card])
 
 
 @router.get("/healthz", response_model=TeacherHealth, responses=TEACHER_ERRORS.responses(EngineBrokenError))

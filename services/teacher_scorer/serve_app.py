@@ -95,6 +95,7 @@ class TeacherDeployment:
         )
         self._default_top_k = default_top_k
         self.tokenize = PromptTokenizer(settings.model)
+        self.served_model = settings.model
         self._chunk_tokens = settings.token_budget
         self._request_ids = itertools.count()
         self._metrics = TeacherMetrics(replica=ray.get_runtime_context().get_actor_name() or "local")

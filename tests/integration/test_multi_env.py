@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 from controller_replay import assert_decisions_equal_replay
+from in_process_teacher import LoopbackTeacher
+from prometheus_client.parser import text_string_to_metric_families
+from ray import serve
 from rollout_fixtures import smoke_config, zoo_cache_dir
 
 from services.contracts.controller import StepDecision
@@ -37,15 +40,16 @@ max = 4
 [[sources]]
 env = "webshop"
 share = 0.25
-teacher = "{shop_teacher}"
+teacher = {shop_teacher}
 [sources.blend]
 min_floor = 1
 """
 
 
-def multi_env_config(tmp_path: Path) -> Path:
+def multi_env_config(tmp_path: Path, shop_endpoint: tuple[str, str] | None = None) -> Path:
     """configs/smoke.toml with three sources; the search and shop teachers are copies of the zoo
-    teacher under their own names, so each source has its own Serve app."""
+    teacher under their own names, so each source has its own Serve app, or, for the shop, the
+    server at ``shop_endpoint`` (its URL and served model name)."""
     teachers = {}
     for name in ("teacher-search", "teacher-shop"):
         teachers[name] = tmp_path / name
@@ -55,15 +59,33 @@ def multi_env_config(tmp_path: Path) -> Path:
     text = text.replace("[eval]\ninterval = 3", "[eval]\ninterval = 4")
     # three teacher apps on the test cluster's 2 CPUs
     text = text.replace("[teacher]\nnum_cpus = 0.5", "[teacher]\nnum_cpus = 0.25")
-    text += SOURCES.format(search_teacher=teachers["teacher-search"], shop_teacher=teachers["teacher-shop"])
+    shop = f'"{teachers["teacher-shop"]}"'
+    if shop_endpoint:
+        shop += f'\nendpoint_url = "{shop_endpoint[0]}"\nendpoint_model = "{shop_endpoint[1]}"'
+    text += SOURCES.format(search_teacher=teachers["teacher-search"], shop_teacher=shop)
     config.write_text(text)
     return config
 
 
 def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path):
-    config = multi_env_config(tmp_path)
+    """Two teachers are Serve apps of the run; the shop's scores on a server of its own (our app
+    served over HTTP from this process, as a user's vLLM would be) through [[sources]] alone."""
+    shop_copy = tmp_path / "shop-server-teacher"
+    shutil.copytree(zoo_cache_dir() / "models" / "teacher", shop_copy)
+    server = LoopbackTeacher(shop_copy)
+    server.start()
+    try:
+        check_a_run_with_a_teacher_per_environment(tmp_path, server)
+    finally:
+        server.stop()
+
+
+def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackTeacher) -> None:
+    config = multi_env_config(tmp_path, shop_endpoint=(server.url, server.backend.served_model))
     settings = load_settings(config)
     assert [t.app for t in settings.for_teachers()] == ["teacher-teacher", "teacher-search", "teacher-shop"]
+    assert [t.teacher.endpoint_url for t in settings.for_teachers()] == ["", "", server.url]
+    scored_before = server.backend.metrics.exposition()
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     evals: list[EvalRecord] = []
@@ -104,3 +126,17 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
     restarts = read_jsonl(run.path("restarts.jsonl"), RestartResult)
     assert [(r.service, r.ok) for r in restarts] == [("controller", True), ("teacher-search", True)]
     assert "teacher-search redeployed" in restarts[1].message
+    # the shop's trajectories were scored on its server, and no Serve app was deployed for it
+    # (at start-up it answered the K and tokenizer probes; then at least a request a step)
+    assert answered(server.backend.metrics.exposition()) >= answered(scored_before) + 2 + 4
+    assert all(m.sources is not None and m.sources[2].trajectories > 0 for m in metrics)
+    assert "teacher-shop" not in serve.status().applications
+
+
+def answered(exposition: bytes) -> float:
+    """The scoring requests a teacher's /metrics says it answered."""
+    for family in text_string_to_metric_families(exposition.decode()):
+        for sample in family.samples:
+            if sample.name == "turnopd_teacher_requests_total" and sample.labels["outcome"] == "ok":
+                return sample.value
+    return 0.0

@@ -81,6 +81,28 @@ def test_each_source_overrides_only_the_keys_it_sets():
             {"teacher": {"model": "/t"}},
             "teacher.model is set, but a run with [[sources]]",
         ),
+        (
+            [HOUSEHOLD, SEARCH, SHOP],
+            {"teacher": {"endpoint_url": "http://vllm:8000"}},
+            "teacher.endpoint_url is set, but a run with [[sources]] scores each source on its own "
+            "teacher; set endpoint_url in the [[sources]] entries",
+        ),
+        (
+            [HOUSEHOLD, {**SEARCH, "endpoint_model": "t"}, SHOP],
+            {},
+            "sources.1: endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)",
+        ),
+        (
+            [HOUSEHOLD, SEARCH, {**SHOP, "endpoint_api_key_env": "KEY=1"}],
+            {},
+            "sources.2.endpoint_api_key_env: String should match pattern",
+        ),
+        (
+            [HOUSEHOLD, SEARCH, {**SHOP, "teacher": "teacher-search", "endpoint_url": "http://vllm:8000"}],
+            {},
+            "sources[2]: teacher 'teacher-search' is also the teacher of source 'search', which scores "
+            "it elsewhere",
+        ),
     ],
 )
 def test_a_bad_task_mix_fails_at_load_naming_the_key(sources, extra, message):
@@ -124,3 +146,23 @@ def test_a_saved_multi_environment_config_reads_back():
 
     settings = load_settings(None, {"sources": [HOUSEHOLD, SEARCH, SHOP]})
     assert saved_settings(settings.model_dump_json()).task_sources() == settings.task_sources()
+
+
+def test_a_source_scores_on_its_own_endpoint_with_the_runs_client_keys():
+    shop = {
+        **SHOP,
+        "endpoint_url": "http://vllm-shop:8000",
+        "endpoint_model": "shop",
+        "endpoint_api_key_env": "K",
+    }
+    settings = load_settings(
+        None,
+        {"sources": [HOUSEHOLD, SEARCH, shop], "teacher": {"client_max_attempts": 9, "max_context": 900}},
+    )
+    household, search, on_server = settings.for_teachers()
+    assert (on_server.app, on_server.default_model) == ("teacher-webshop-2", "teacher-webshop-2")
+    endpoint = (on_server.teacher.endpoint_url, on_server.teacher.endpoint_model)
+    assert endpoint == ("http://vllm-shop:8000", "shop") and on_server.teacher.endpoint_api_key_env == "K"
+    assert (on_server.teacher.client_max_attempts, on_server.teacher.max_context) == (9, 900)
+    assert household.teacher.endpoint_url == search.teacher.endpoint_url == ""  # their apps, as before
+    assert settings.teacher.endpoint_url == ""  # the run's [teacher] itself is unchanged

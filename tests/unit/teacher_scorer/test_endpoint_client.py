@@ -193,6 +193,18 @@ def test_limits_come_from_the_setting_or_the_servers_models():
         asyncio.run(unknown.limits())
 
 
+def test_our_app_tells_its_context_so_a_client_needs_no_max_context(app_transport, scorer):
+    """Our app's /v1/models names the served model and one more than the longest sequence it scores
+    (vLLM's count): the client reads back exactly the scorer's limit."""
+    named = EndpointTeacherClient("http://teacher", "teacher", transport=app_transport)
+    assert asyncio.run(named.limits()).max_length == scorer.limits.max_length == 256  # the token budget
+    only = EndpointTeacherClient("http://teacher", None, transport=app_transport)  # its only model
+    assert asyncio.run(only.limits()).max_length == 256
+    other = EndpointTeacherClient("http://teacher", "qwen", transport=app_transport)
+    with pytest.raises(ConfigError, match="0 matching models"):
+        asyncio.run(other.limits())
+
+
 def test_the_example_config_scores_on_its_endpoint():
     settings = load_settings(Path(__file__).parents[3] / "configs" / "teacher_endpoint.toml")
     client = endpoint_client(settings.teacher, settings.distill.distill_topk, {"TEACHER_API_KEY": "k"})

@@ -69,7 +69,7 @@ def test_with_a_token_score_and_metrics_need_the_bearer(engine):
     body = {"sequences": [{"token_ids": [1, 2, 3], "positions": [2]}], "top_k": 2}
     with TestClient(build_http_app(lambda: backend, lambda: "t-s3cret")) as c:
         assert c.get("/healthz").status_code == 200  # liveness stays open
-        for method, path in [("POST", "/v1/score"), ("GET", "/metrics")]:
+        for method, path in [("POST", "/v1/score"), ("GET", "/metrics"), ("GET", "/v1/models")]:
             assert c.request(method, path, json=body).status_code == 401
             assert (
                 c.request(method, path, json=body, headers={"Authorization": "Bearer x"}).status_code == 401
@@ -81,6 +81,17 @@ def test_with_a_token_score_and_metrics_need_the_bearer(engine):
             'turnopd_teacher_requests_total{outcome="ok",replica="in-process"} 1.0'
             in c.get("/metrics", headers=auth).text
         )
+
+
+def test_models_names_the_served_model_and_its_context_as_vllm_counts_it(client):
+    answer = client.get("/v1/models")
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "object": "list",
+        "data": [
+            {"id": "teacher", "object": "model", "created": 0, "owned_by": "turnopd", "max_model_len": 257}
+        ],
+    }  # the token budget of 256 bounds what it scores; vLLM counts one token more
 
 
 def test_a_pickled_body_is_refused_unread(client):
