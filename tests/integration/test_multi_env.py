@@ -16,6 +16,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import RestartResult
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
+from services.envs.webshop.vocabulary import CATEGORIES
 from services.operations.run_client import submit_restart
 from services.orchestrator.pipeline import train
 from services.run_dir import RunDir
@@ -122,6 +123,16 @@ def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackT
         "search",
         "webshop",
     ]
+    # each env's own reward and task types (what test_train_envs checked of a search-only run)
+    search_eval, shop_eval = evals[1], evals[2]
+    assert search_eval.split == shop_eval.split == "valid_unseen"
+    assert search_eval.per_task_type and set(search_eval.per_task_type) <= {
+        "single_hop",
+        "two_hop",
+        "three_hop",
+    }
+    assert shop_eval.per_task_type and set(shop_eval.per_task_type) <= set(CATEGORIES)
+    assert all(m.sources is not None and m.sources[1].failed_episodes == 0 for m in metrics)
 
     restarts = read_jsonl(run.path("restarts.jsonl"), RestartResult)
     assert [(r.service, r.ok) for r in restarts] == [("controller", True), ("teacher-search", True)]
