@@ -55,6 +55,12 @@ class ModelsSettings(Section):
     prefix_cache_mb: int = Field(
         256, ge=0, description="Transformers engine: memory for KV states reused across turns (0: off)."
     )
+    kv_slots: bool = Field(
+        True,
+        description="Transformers engine: a persistent KV slot per sequence and the functional Qwen3 "
+        "decode step where the model allows it (fp32 Qwen3 on the CPU); false: the Hugging Face path "
+        "everywhere (bench/eval_engines.py compares the two).",
+    )
     vllm_gpu_memory_utilization: float = Field(
         0.5, gt=0.0, le=1.0, description="Share of GPU memory a vLLM engine may take (weights + KV cache)."
     )

@@ -17,6 +17,7 @@ def make_engine(
     cache_dir: Path | None = None,
     prefix_cache_mb: int = 0,
     gpu_memory_utilization: float = 0.5,
+    kv_slots: bool = True,
 ) -> GenerationEngine:
     """A ``GenerationEngine`` of ``kind`` over the model ``reference`` (zoo name or checkpoint path)."""
     match kind:
@@ -30,6 +31,7 @@ def make_engine(
                 seed=seed,
                 cache_dir=cache_dir,
                 prefix_cache_mb=prefix_cache_mb,
+                kv_slots=kv_slots,
             )
         case "vllm":
             from services.rollout_worker.engines.vllm_engine import VLLMEngine
@@ -56,4 +58,5 @@ def engine_from_settings(settings: ModelsSettings, reference: str, seed: int) ->
         cache_dir=settings.cache_dir,
         prefix_cache_mb=settings.prefix_cache_mb,
         gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+        kv_slots=settings.kv_slots,
     )

@@ -96,6 +96,7 @@ class TransformersEngine(GenerationEngine):
         seed: int = 0,
         cache_dir: Path | None = None,
         prefix_cache_mb: int = 0,
+        kv_slots: bool = True,
     ) -> "TransformersEngine":
         """Load a zoo model or checkpoint path; stop on ``<|im_end|>`` and the model's eos ids."""
         from services.agent.chat_format import end_of_turn_id
@@ -111,7 +112,14 @@ class TransformersEngine(GenerationEngine):
         model = load_causal_lm(reference, device=device, dtype=dtype_name, cache_dir=cache_dir)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else end_of_turn_id(tokenizer)
         stop = [end_of_turn_id(tokenizer), *_eos_ids(model)]
-        return cls(model, stop, pad_token_id=pad, seed=seed, prefix_cache_bytes=prefix_cache_mb << 20)
+        return cls(
+            model,
+            stop,
+            pad_token_id=pad,
+            seed=seed,
+            prefix_cache_bytes=prefix_cache_mb << 20,
+            kv_slots=kv_slots,
+        )
 
     @property
     def max_positions(self) -> int:

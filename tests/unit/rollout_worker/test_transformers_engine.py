@@ -145,3 +145,17 @@ def test_the_settings_pick_the_engine_and_its_prefix_cache(zoo_cache: Path):
     gen = built.generate([prompt], GenerationParams(max_new_tokens=3, seed=0))[0]
     built.generate([prompt + gen.token_ids + [7]], GenerationParams(max_new_tokens=1, seed=0))
     assert built.prefilled_tokens == len(prompt) + 2  # the second prompt reused the first's states
+
+
+def test_kv_slots_false_in_the_settings_takes_the_hugging_face_path_with_the_same_greedy_tokens(
+    zoo_cache: Path,
+):
+    prompt = list(range(3, 30))
+    params = GenerationParams(max_new_tokens=6, temperature=0.0, seed=0)
+    answers = {}
+    for slots in (True, False):
+        built = engine_from_settings(ModelsSettings(cache_dir=zoo_cache, kv_slots=slots), "student", seed=3)
+        assert isinstance(built, TransformersEngine)
+        assert (built.slots is not None) == slots  # the Qwen3 fp32 student runs on slots by default
+        answers[slots] = built.generate([prompt], params)[0].token_ids
+    assert answers[True] == answers[False]
