@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from services.contracts.env_gateway import EnvName, Split
 from services.settings.algorithm import BlendSettings, DepthSettings
+from services.settings.teacher import ApiKeyEnv, EndpointModel, endpoint_keys_problem
 from services.settings_section import Section
 
 SHARE_TOLERANCE = 1e-6
@@ -49,21 +50,14 @@ class TaskSourceSettings(Section):
         "trajectories instead of a teacher app the run deploys; [teacher]'s client keys apply. Empty: "
         "the app of `teacher`.",
     )
-    endpoint_model: str = Field(
-        "", description="That server's served model name (vLLM: --served-model-name); empty: its only model."
-    )
-    endpoint_api_key_env: str = Field(
-        "",
-        pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
-        description="NAME of the environment variable holding that server's API key; empty: no key.",
-    )
+    endpoint_model: EndpointModel = ""
+    endpoint_api_key_env: ApiKeyEnv = ""
 
     @model_validator(mode="after")
     def _endpoint_named(self) -> "TaskSourceSettings":
-        if not self.endpoint_url and (self.endpoint_model or self.endpoint_api_key_env):
-            raise ValueError(
-                "endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)"
-            )
+        problem = endpoint_keys_problem(self.endpoint_url, self.endpoint_model, self.endpoint_api_key_env)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 

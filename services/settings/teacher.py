@@ -1,6 +1,6 @@
 """Settings of the teacher scorer: which checkpoint, which engine, how the Serve deployment batches and scales."""
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -8,6 +8,26 @@ from services.settings_section import Section
 
 TeacherEngineKind = Literal["transformers", "vllm"]
 TeacherDType = Literal["float32", "bfloat16", "float16"]
+# The endpoint keys, in [teacher] and in each [[sources]] entry
+EndpointModel = Annotated[
+    str,
+    Field(description="The endpoint's served model name (vLLM: --served-model-name); empty: its only model."),
+]
+ApiKeyEnv = Annotated[
+    str,
+    Field(
+        pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
+        description="NAME of the environment variable holding the endpoint's API key (never the key "
+        "itself), sent as a bearer token; empty: no key.",
+    ),
+]
+
+
+def endpoint_keys_problem(url: str, model: str, api_key_env: str) -> str | None:
+    """What is wrong with a set of endpoint keys (None: nothing)."""
+    if not url and (model or api_key_env):
+        return "endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)"
+    return None
 
 
 class TeacherSettings(Section):
@@ -100,15 +120,8 @@ class TeacherSettings(Section):
         "http://host:8000 (it answers POST {url}/v1/completions); the run then deploys no teacher app "
         "and scores there. Empty: the run's own teacher Serve app.",
     )
-    endpoint_model: str = Field(
-        "", description="The endpoint's served model name (vLLM: --served-model-name); empty: its only model."
-    )
-    endpoint_api_key_env: str = Field(
-        "",
-        pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$",
-        description="NAME of the environment variable holding the endpoint's API key (never the key "
-        "itself), sent as a bearer token; empty: no key.",
-    )
+    endpoint_model: EndpointModel = ""
+    endpoint_api_key_env: ApiKeyEnv = ""
     endpoint_timeout_s: float = Field(300.0, gt=0.0, description="Longest wait for one endpoint answer.")
     # Clients.
     client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")
@@ -126,10 +139,9 @@ class TeacherSettings(Section):
                 f"max_batch_tokens ({self.max_batch_tokens}) must be >= token_budget ({self.token_budget}), "
                 "or a sequence of token_budget tokens could never enter a batch"
             )
-        if not self.endpoint_url and (self.endpoint_model or self.endpoint_api_key_env):
-            raise ValueError(
-                "endpoint_model and endpoint_api_key_env need endpoint_url (the server to score on)"
-            )
+        problem = endpoint_keys_problem(self.endpoint_url, self.endpoint_model, self.endpoint_api_key_env)
+        if problem is not None:
+            raise ValueError(problem)
         if self.autoscaling and self.min_replicas > self.max_replicas:
             raise ValueError(
                 f"min_replicas ({self.min_replicas}) must be <= max_replicas ({self.max_replicas})"
