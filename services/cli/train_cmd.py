@@ -54,7 +54,8 @@ def depth_text(m: StepMetrics) -> str:
 def _check_formats(settings: TurnOPDSettings) -> None:
     """Student and teachers must have been trained in the observation format they play (or not
     say): the student in the run's, each teacher in its source's; in a multi-environment run every
-    teacher must share the student's vocabulary."""
+    teacher must share the student's vocabulary. A source scoring on a server has no checkpoint
+    here to read: its tokenizer is probed when the run starts."""
     cache = settings.models.cache_dir
     check_task_reminder(settings.models.student, cache, settings.rollout.task_reminder)
     if not settings.sources:
@@ -62,6 +63,8 @@ def _check_formats(settings: TurnOPDSettings) -> None:
         return
     teachers = {}
     for i, source in enumerate(settings.task_sources()):
+        if source.endpoint_url:
+            continue  # not a checkpoint here: its server's tokens are probed over HTTP as it starts
         check_task_reminder(source.teacher, cache, source.task_reminder)
         teachers[f"sources[{i}].teacher"] = source.teacher
     check_same_tokenizer(settings.models.student, teachers, cache)

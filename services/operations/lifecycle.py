@@ -37,6 +37,7 @@ from services.models.tokenizer_match import tokenizer_text
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
+from services.operations.service_probes import ENDPOINT_DETAIL
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE, teacher_app
 from services.ray_session import free_name
 from services.rollout_worker.actor import worker_name
@@ -385,9 +386,11 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
     def start(self) -> None:
         teacher = self.settings.teacher
         if teacher.endpoint_url:  # [teacher]'s, or this source's (a multi-environment run)
-            client = endpoint_client(teacher, self.settings.top_k, os.environ)
+            section = "teacher" if self.env is None else f"[[sources]] {self.env!r}"
+            client = endpoint_client(teacher, self.settings.top_k, os.environ, section)
             asyncio.run(client.check_top_k(self.settings.top_k))  # K above the server's cap: fail now
             asyncio.run(client.check_tokenizer(self._student_tokens()))  # other token ids: fail now
+            asyncio.run(client.limits())  # a context it does not tell (a wrong model name): fail now
             self.handle = client
             return
         deploy_teacher(self.settings)
@@ -450,7 +453,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
                 health="ok",
                 restarts=self.counts[self.kind],
                 version=f"{PurePath(model).name}, config {self.version()}",
-                detail=f"endpoint {teacher.endpoint_url}"
+                detail=f"{ENDPOINT_DETAIL}{teacher.endpoint_url}"
                 if teacher.endpoint_url
                 else f"Serve app '{self.kind}', {replicas_text(teacher)}",
             )
@@ -592,7 +595,7 @@ def started(live: T | None, what: str) -> T:
 @dataclass(frozen=True)
 class Services:
     """The run's services (a teacher app per teacher), listed ``in_start_order``; each starts as soon
-    as what it needs is up (``start_needs``) and stops once what needs it is down (``stop_needs``)."""
+    as what it needs is up (``start_needs``) and stops once what needed it is down."""
 
     redis: RedisOps
     controller: ControllerOps
@@ -631,19 +634,17 @@ class Services:
 
     def start_needs(self) -> dict[ManagedService[Any], list[ManagedService[Any]]]:
         """What each service must have up before it starts (the rest start at once): the controller
-        its Redis, the pool its gateway, a teacher app the one before it (Serve deploys in turn)."""
+        its Redis, the gateway Redis (a port each), the pool its gateway, a teacher app the one before
+        it (Serve deploys in turn)."""
         needs: dict[ManagedService[Any], list[ManagedService[Any]]] = {
             self.controller: [self.redis],
+            # both pick a free loopback port at start: one after the other, they cannot pick the same
+            self.env_gateway: [self.redis],
             self.pool: [self.env_gateway],
         }
         for earlier, later in zip(self.teachers, self.teachers[1:], strict=False):
             needs[later] = [earlier]
         return needs
-
-    def stop_needs(self) -> dict[ManagedService[Any], list[ManagedService[Any]]]:
-        """``start_needs``, and the learner's pool: a closing learner has the pool copy the weights
-        it holds (so the pool stops after the learner)."""
-        return {**self.start_needs(), self.learner: [self.pool]}
 
     def by_kind(self) -> dict[str, ManagedService[Any]]:
         """By ``kind``, in the order `turnopd status` lists them."""

@@ -15,6 +15,9 @@ from services.contracts.operations import ControllerHealth, RunStatus, ServiceSt
 from services.ray_names import CONTROLLER_ACTOR as ACTOR_NAME
 from services.ray_names import NAMESPACE, TEACHER_APP
 
+# How a teacher row that scores on a server outside the run starts its detail (no Serve app to ask)
+ENDPOINT_DETAIL = "endpoint "
+
 
 def _actor_call(name: str, method: str, timeout_s: float) -> tuple[object | None, str]:
     """(answer, "") or (None, why not)."""
@@ -103,7 +106,8 @@ def probe_services(status: RunStatus, timeout_s: float = 5.0) -> RunStatus:
             case "controller":
                 service, controller = probe_controller(service, timeout_s)
             case name if name == TEACHER_APP or name.startswith(f"{TEACHER_APP}-"):
-                service = probe_teacher(service)
+                if not (service.detail or "").startswith(ENDPOINT_DETAIL):
+                    service = probe_teacher(service)  # a server outside the run: as the driver saw it
             case "env-gateway":
                 service = probe_gateway(service, timeout_s)
             case "learner":

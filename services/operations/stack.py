@@ -5,8 +5,8 @@ run directory; a non-loopback URL needs a password), the `controller` actor, the
 (``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on
 ``[env_gateway] port``, 0: any free port), the `teacher` Serve app, the rollout pool, the learner.
 Each is a ``ManagedService`` (``services.operations.lifecycle``); they start together, each once
-what it needs is up (the controller its Redis, the pool its gateway: ``Services.start_needs``), and
-stop together at the run's end, each once what needs it is down (``Services.stop_needs``).
+what it needs is up (the controller and the gateway after Redis, the pool after its gateway:
+``Services.start_needs``), and stop together at the run's end, each once what needed it is down.
 
 The ``Stack`` is what the step pipeline sees: handles that stay valid for the whole run, whatever
 `turnopd restart` replaces behind them, and the services themselves for operations.
@@ -82,7 +82,7 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Sta
     services = Services.of(RunContext(settings=settings, run=run, run_id=run_id))
     order = services.in_start_order()
     # each stops nothing where it never started
-    exits.callback(stop_together, order, lambda s: s.stop(), services.stop_needs(), _kind)
+    exits.callback(stop_together, order, lambda s: s.stop(), services.start_needs(), _kind)
     start_together(order, _start_timed, services.start_needs(), _kind)
     return Stack(
         settings=settings,

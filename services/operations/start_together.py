@@ -13,11 +13,13 @@ whether or not that stop failed, and every stop runs.
 No Ray here: ``start`` and ``stop`` are any callables.
 """
 
+import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
+log = logging.getLogger(__name__)
 
 
 class NeededServiceFailedError(Exception):
@@ -68,7 +70,9 @@ def _together(
     with ThreadPoolExecutor(max_workers=max(len(items), 1), thread_name_prefix=doing) as threads:
         for item in items:
             waits = [(name(n), futures[n]) for n in after.get(item, ())]
-            futures[item] = threads.submit(_act_after, waits, act, item, skip_after_failure)
+            futures[item] = threads.submit(
+                _act_after, waits, act, item, f"{doing} {name(item)}", skip_after_failure
+            )
         wait(futures.values())  # an interrupt here still waits for the threads (the pool's exit)
     failures = [
         (item, error)
@@ -84,9 +88,18 @@ def _together(
 
 
 def _act_after(
-    waits: list[tuple[str, "Future[None]"]], act: Callable[[K], None], item: K, skip_after_failure: bool
+    waits: list[tuple[str, "Future[None]"]],
+    act: Callable[[K], None],
+    item: K,
+    label: str,
+    skip_after_failure: bool,
 ) -> None:
     for what, future in waits:
         if future.exception() is not None and skip_after_failure:  # blocks until that one is over
             raise NeededServiceFailedError(f"not started: {what} failed to start")
-    act(item)
+    try:
+        act(item)
+    except BaseException as exc:
+        # said now: the error is raised only once the other starts (a learner's takes a while) are over
+        log.error("%s failed: %s: %s", label, type(exc).__name__, exc)
+        raise

@@ -31,6 +31,10 @@ def endpoint_keys_problem(url: str, model: str, api_key_env: str) -> str | None:
 
 
 class TeacherSettings(Section):
+    # Where the teacher scores (its app, or a server) is fixed for the run: a restart with a new
+    # config redeploys the app, it does not move the teacher to a server or back.
+    RUN_DEFINING = frozenset({"endpoint_url", "endpoint_model", "endpoint_api_key_env"})
+
     model: str = Field("", description="Teacher checkpoint: a local directory readable by from_pretrained.")
     engine: TeacherEngineKind = Field("transformers", description="Scoring engine behind the deployment.")
     device: str = Field(

@@ -283,10 +283,11 @@ class TurnOPDSettings(TomlSettings):
                     f"sources[{i}].teacher: {source.teacher!r} and {other.teacher!r} would both be the Serve "
                     f"app {app!r}; give their directories different names"
                 )
-            if (other.endpoint_url, other.endpoint_model) != (source.endpoint_url, source.endpoint_model):
+            where = ("endpoint_url", "endpoint_model", "endpoint_api_key_env")
+            if any(getattr(other, key) != getattr(source, key) for key in where):
                 raise ValueError(
                     f"sources[{i}]: teacher {source.teacher!r} is also the teacher of source {other.env!r}, "
-                    "which scores it elsewhere (endpoint_url, endpoint_model); one teacher, one place"
+                    f"which scores it elsewhere ({', '.join(where)}); one teacher, one place"
                 )
         return self
 

@@ -151,13 +151,19 @@ class EndpointTeacherClient:
     async def _served_context(self) -> int:
         async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
             response = await http.get(f"{self.base_url}/v1/models", headers=self._headers)
-        cards = response.json().get("data", []) if response.status_code == 200 else []
+        try:
+            listed = response.json() if response.status_code == 200 else {}
+        except ValueError:  # a 200 that is not JSON: no models told
+            listed = {}
+        cards = [c for c in listed.get("data", []) if isinstance(c, dict)] if isinstance(listed, dict) else []
         lengths = [c.get("max_model_len") for c in cards if self.model in (None, c.get("id"))]
         if len(lengths) != 1 or not isinstance(lengths[0], int):
+            served = [c.get("id") for c in cards]
             raise ConfigError(
                 f"the teacher endpoint {self.base_url} does not tell its context (GET /v1/models: "
-                f"{response.status_code}, {len(lengths)} matching models with max_model_len); set "
-                "[teacher] max_context to the longest sequence it scores"
+                f"{response.status_code}, {len(lengths)} matching models with max_model_len; it serves "
+                f"{served}, the run asks for {self.model or 'its only one'!r}); set endpoint_model to one "
+                "of them, or [teacher] max_context to the longest sequence it scores"
             )
         return lengths[0] - 1
 
@@ -191,15 +197,16 @@ class EndpointTeacherClient:
 
 
 def endpoint_client(
-    teacher: TeacherSettings, top_k: int, environ: Mapping[str, str]
+    teacher: TeacherSettings, top_k: int, environ: Mapping[str, str], section: str = "teacher"
 ) -> EndpointTeacherClient:
-    """The client of ``[teacher] endpoint_url``; its API key from the variable the settings name."""
+    """The client of ``[teacher] endpoint_url`` (or a source's: ``section`` names where the keys were
+    set, for errors); its API key from the variable the settings name."""
     api_key = None
     if teacher.endpoint_api_key_env:
         api_key = environ.get(teacher.endpoint_api_key_env)
         if not api_key:
             raise ConfigError(
-                f"teacher.endpoint_api_key_env names {teacher.endpoint_api_key_env!r}, which is not set "
+                f"{section}.endpoint_api_key_env names {teacher.endpoint_api_key_env!r}, which is not set "
                 "in the environment (export the endpoint's API key under that name)"
             )
     return EndpointTeacherClient(

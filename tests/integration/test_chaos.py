@@ -119,6 +119,7 @@ def chaos_run(
             # before it was drawn (the run stops its services the moment its last step is logged)
             for thread in kills:
                 thread.join(timeout=300)
+                assert not thread.is_alive(), "a SIGKILL's recovery did not finish in 300 s"
         for action in on_step_services.get(m.step, []):
             kind, _, name = action.partition(":")
             # somewhere inside the next step (a step after a recovery can be long: at most 8 s)

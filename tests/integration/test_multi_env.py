@@ -91,7 +91,10 @@ def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackT
     run.create(settings.model_dump_json())
     evals: list[EvalRecord] = []
 
+    apps_mid_run: list[set[str]] = []
+
     def on_step(m: StepMetrics) -> None:
+        apps_mid_run.append(set(serve.status().applications))
         if m.step == 1:
             submit_restart("controller")  # every source's controller resumes from its own keys
             submit_restart("teacher-search")  # one teacher replaced mid-run while the others serve
@@ -141,7 +144,9 @@ def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackT
     # (at start-up it answered the K and tokenizer probes; then at least a request a step)
     assert answered(server.backend.metrics.exposition()) >= answered(scored_before) + 2 + 4
     assert all(m.sources is not None and m.sources[2].trajectories > 0 for m in metrics)
-    assert "teacher-shop" not in serve.status().applications
+    assert all(
+        {"teacher-teacher", "teacher-search"} <= apps and "teacher-shop" not in apps for apps in apps_mid_run
+    )
 
 
 def answered(exposition: bytes) -> float:

@@ -11,3 +11,38 @@ def test_the_controller_row_counts_the_steps_rebuilt_from_the_runs_records():
     assert controller_detail(rebuilt) == (
         "pid 42, state at step 5, H_bar 4.25, 2 step(s) Redis lost rebuilt from controller.jsonl"
     )
+
+
+def test_status_asks_serve_about_teacher_apps_but_not_about_a_teacher_on_a_server(monkeypatch):
+    from services.contracts.operations import RunStatus, ServiceStatus
+    from services.operations import service_probes
+
+    asked: list[str] = []
+
+    def probe_teacher(service: ServiceStatus) -> ServiceStatus:
+        asked.append(service.name)
+        return service.model_copy(update={"detail": "Serve RUNNING"})
+
+    monkeypatch.setattr(service_probes, "probe_teacher", probe_teacher)
+    rows = [
+        ServiceStatus(name="teacher-teacher", health="ok", restarts=0, version="v", detail="Serve app"),
+        ServiceStatus(
+            name="teacher-search", health="ok", restarts=0, version="v", detail="endpoint http://vllm:8000"
+        ),
+    ]
+    status = RunStatus(
+        run_id="r",
+        run_dir="/runs/r",
+        method="turnopd",
+        phase="training",
+        step=1,
+        total_steps=4,
+        services=rows,
+        updated_at=0.0,
+    )
+    probed = {s.name: s for s in service_probes.probe_services(status).services}
+    assert asked == ["teacher-teacher"]  # no Serve app to find for the search source's server
+    assert (
+        probed["teacher-search"].health == "ok"
+        and probed["teacher-search"].detail == "endpoint http://vllm:8000"
+    )

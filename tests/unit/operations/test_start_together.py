@@ -87,8 +87,7 @@ def test_services_stop_once_what_needs_them_has_stopped_the_rest_at_once():
             time.sleep(0.1)
         events.append(f"{item} down")
 
-    stop_together(START_ORDER, stop, {**NEEDS, "learner": ["pool"]})  # a learner closes on its pool
-    assert events.index("pool stopping") > events.index("learner down")
+    stop_together(START_ORDER, stop, NEEDS)
     assert events.index("gateway stopping") > events.index("pool down")
     assert events.index("redis stopping") > events.index("controller down")
     assert len(events) == 12
@@ -105,3 +104,19 @@ def test_a_failed_stop_still_stops_what_it_needed_and_is_raised():
     with pytest.raises(TimeoutError, match="rollout-worker-1"):
         stop_together(START_ORDER, stop, NEEDS)
     assert sorted(stopped) == ["controller", "gateway", "learner", "redis", "teacher"]
+
+
+def test_a_failure_is_logged_when_it_happens_not_only_when_raised(caplog):
+    said_before_the_others_ended: list[bool] = []
+    learner_may_end = threading.Event()
+
+    def start(item: str) -> None:
+        if item == "redis":
+            raise OSError("redis-server exited: port 6379 in use")
+        learner_may_end.wait(timeout=5)  # the learner still starting while redis fails
+        said_before_the_others_ended.append("starting redis failed: OSError" in caplog.text)
+
+    with caplog.at_level("ERROR"), pytest.raises(OSError):
+        threading.Timer(0.3, learner_may_end.set).start()
+        start_together(["redis", "learner"], start, {})
+    assert said_before_the_others_ended == [True]

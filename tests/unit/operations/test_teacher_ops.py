@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from in_process_teacher import LoopbackTeacher
 
+from services.errors import ConfigError
 from services.models.loading import load_tokenizer
 from services.operations.lifecycle import RunContext, TeacherOps
 from services.run_dir import RunDir
@@ -49,7 +50,7 @@ def _teacher_ops(url: str, zoo_cache: Path) -> TeacherOps:
         {
             "models": {"cache_dir": str(zoo_cache)},
             "distill": {"distill_topk": 5},
-            "teacher": {"endpoint_url": url, "endpoint_model": "teacher", "client_max_attempts": 1},
+            "teacher": {"endpoint_url": url, "client_max_attempts": 1},  # its only model
         }
     )
     return TeacherOps(RunContext(settings=settings, run=RunDir(Path("unused")), run_id="r"), Counter())
@@ -70,10 +71,22 @@ def test_an_endpoint_with_other_token_ids_stops_the_start_naming_both_tokenizers
         f"the student's tokenizer 'student' ({zoo_cache / 'models' / 'student'}, vocab "
     )
     assert (
-        f"and the endpoint's (model teacher at {other_tokenizer}) tokenise the probe text differently"
+        f"and the endpoint's (model (its only one) at {other_tokenizer}) tokenise the probe text differently"
         in message
     )
     student = load_tokenizer("student", zoo_cache)
     are, the = student.convert_tokens_to_ids(["Ġare", "Ġthe"])
     # "You are in a kitchen...": the second token is where the two tokenizers part
     assert f"first difference at token 1: the student has {are} ('Ġare'), the endpoint {the}." in message
+
+
+def test_a_model_name_the_endpoint_does_not_serve_stops_the_start_naming_what_it_serves(
+    same_tokenizer, zoo_cache
+):
+    teacher = _teacher_ops(same_tokenizer, zoo_cache)
+    teacher.settings = teacher.settings.model_copy(
+        update={"teacher": teacher.settings.teacher.model_copy(update={"endpoint_model": "teacher"})}
+    )
+    served = str(zoo_cache / "models" / "teacher")
+    with pytest.raises(ConfigError, match=f"it serves \\['{served}'\\], the run asks for 'teacher'"):
+        teacher.start()  # before: both probes passed and step 1 failed on the context

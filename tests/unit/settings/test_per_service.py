@@ -51,6 +51,9 @@ def test_the_teacher_can_be_upgraded_but_keeps_the_runs_top_k(run, new):
     assert merged.teacher.model == "/models/teacher-v2" and merged.teacher.max_batch_size == 8
     assert merged.top_k == run.distill.distill_topk != 7
     assert merged.default_model == run.models.teacher  # an unset [teacher] model: still the run's
+    moved = new.for_teacher().teacher.model_copy(update={"endpoint_url": "http://vllm:8000"})
+    kept = run.for_teacher().teacher.restarted(moved)
+    assert kept.endpoint_url == "" and kept.model == "/models/teacher-v2"  # where it scores stays
 
 
 def test_the_learner_takes_learner_but_not_the_loss_or_optimizer(run, new):

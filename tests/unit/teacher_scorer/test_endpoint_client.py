@@ -189,7 +189,7 @@ def test_limits_come_from_the_setting_or_the_servers_models():
     told = EndpointTeacherClient("http://vllm:8000", "qwen", transport=vllm, max_context=100)
     assert asyncio.run(told.limits()).max_length == 100
     unknown = EndpointTeacherClient("http://vllm:8000", "missing", transport=vllm)
-    with pytest.raises(ConfigError, match="set \\[teacher\\] max_context"):
+    with pytest.raises(ConfigError, match="it serves \\['qwen', 'other'\\], the run asks for 'missing'"):
         asyncio.run(unknown.limits())
 
 
