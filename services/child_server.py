@@ -30,6 +30,16 @@ from services.loopback import free_loopback_port
 from services.parent_watch import PARENT_ENV
 
 HEALTH_POLL_S = 0.2
+PICKS = 5  # free ports tried before a picked port that keeps being taken is an error
+
+
+def _listening(port: int) -> bool:
+    """Whether a server accepts connections on ``port`` of 127.0.0.1."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 class ChildServer(ABC):
@@ -49,6 +59,7 @@ class ChildServer(ABC):
         log_path: Path | None = None,
         port: int | None = None,
     ) -> None:
+        self._picked = not port  # 0 or None: any free port, which this server chooses itself
         self.port = port or free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._timeout = startup_timeout_s
@@ -100,11 +111,15 @@ class ChildServer(ABC):
         raise TurnOPDError(f"{self.label} not healthy after {self._timeout:.0f}s; log {self.log_path}")
 
     def _refuse_taken_port(self) -> None:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
-                pass
-        except OSError:
-            return  # nothing listens there: the port is ours to take
+        """Refuse a given port that has a listener; a port this server picked and lost to another
+        process in the meantime (it was free when picked) is picked again."""
+        for _ in range(PICKS):
+            if not _listening(self.port):
+                return  # nothing listens there: the port is ours to take
+            if not self._picked:
+                break
+            self.port = free_loopback_port()
+            self.url = f"http://127.0.0.1:{self.port}"
         raise TurnOPDError(
             f"{self.label}: port {self.port} on 127.0.0.1 already has a server listening (another run's "
             f"{self.label}, or one a killed run left behind: `ss -ltnp 'sport = :{self.port}'` names its "

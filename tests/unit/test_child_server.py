@@ -123,3 +123,23 @@ def test_a_port_another_server_listens_on_is_refused_before_the_child_starts() -
         assert server._process is None  # no child was started
         assert not server.log_path.exists()
         server.stop()
+
+
+def test_a_picked_port_another_process_took_meanwhile_is_picked_again(monkeypatch) -> None:
+    """Issue 36's clean-clone run: the gateway and Redis, starting at once, picked the same free
+    port; the gateway refused it and the run did not start. A port the server picked is picked again."""
+    import socket
+
+    import services.child_server as child_server
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        picks = iter([taken])  # the first pick is the taken port, the next ones are free
+        real = child_server.free_loopback_port
+        monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
+        server = _StandIn(_HEALTHY)
+        assert server.port == taken
+        with server.start():
+            assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"

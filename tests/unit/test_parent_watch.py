@@ -17,8 +17,8 @@ _CHILD = """
 import sys, time
 from services.parent_watch import watch_parent
 watch_parent(poll_s=0.05)
-print("watching", flush=True)
 try:
+    print("watching", flush=True)  # inside the try: from here on an interrupt is written down
     time.sleep(60)
 except KeyboardInterrupt:
     open(sys.argv[1], "w").write("interrupted")
@@ -43,7 +43,10 @@ def test_the_child_stops_once_its_parent_is_killed_and_not_before(tmp_path: Path
     )
     assert parent.stdout is not None
     child_pid = int(parent.stdout.readline())
-    time.sleep(1.0)  # the child is up and watching, its parent alive
+    # the child is up and watching, its parent alive (its start can take seconds on a busy machine:
+    # a fixed wait once killed the parent before the child watched)
+    assert parent.stdout.readline() == "watching\n"
+    time.sleep(0.3)  # several polls of its watch with the parent alive
     assert not mark.exists()
     os.kill(child_pid, 0)  # still running
     parent.kill()
