@@ -11,7 +11,10 @@ from services.child_server import ChildServer
 from services.errors import TurnOPDError
 
 _HEALTHY = """
-import http.server, sys
+import http.server, signal, sys
+# a job started in the background (CI) inherits SIGINT ignored; the servers we run (uvicorn) install
+# their own handler, and so does this stand-in, or every stop waited out its 30 s and killed it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/healthz" else 404)
