@@ -26,6 +26,13 @@ def watch_parent(poll_s: float = POLL_S) -> threading.Thread | None:
         parent = int(raw)
     except ValueError:
         raise ValueError(f"{PARENT_ENV} must be a process id, got {raw!r}") from None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        # A run started in the background (`nohup`, `&`, CI) hands its children SIGINT ignored: the
+        # interrupt this watch and the parent's stop send would do nothing.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def watch() -> None:
         while os.getppid() == parent:

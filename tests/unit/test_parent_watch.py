@@ -82,3 +82,15 @@ def test_the_watch_interrupts_its_own_process_when_the_parent_differs(monkeypatc
     finally:
         signal.signal(signal.SIGINT, previous)
     assert received == [signal.SIGINT]
+
+
+def test_a_child_started_with_sigint_ignored_takes_it_again(monkeypatch: pytest.MonkeyPatch):
+    """A run started in the background hands its children SIGINT ignored (the CI run of this stop:
+    the child above never stopped); the watch's own interrupt and the parent's stop need it."""
+    monkeypatch.setenv(PARENT_ENV, str(os.getppid()))  # the real parent: the watch never fires
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert watch_parent(poll_s=60.0) is not None
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
