@@ -80,10 +80,9 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Sta
     connect_ray(settings, exits)
     run_id = settings.run.run_id or run.root.resolve().name
     services = Services.of(RunContext(settings=settings, run=run, run_id=run_id))
-    order = services.in_start_order()
-    # each stops nothing where it never started
-    exits.callback(stop_together, order, lambda s: s.stop(), services.start_needs(), _kind)
-    start_together(order, _start_timed, services.start_needs(), _kind)
+    order, needs = services.in_start_order(), services.start_needs()
+    exits.callback(stop_together, order, lambda s: s.stop(), needs, _kind)  # never started: stops nothing
+    start_together(order, _start_timed, needs, _kind)
     return Stack(
         settings=settings,
         run=run,

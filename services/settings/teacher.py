@@ -9,6 +9,7 @@ from services.settings_section import Section
 TeacherEngineKind = Literal["transformers", "vllm"]
 TeacherDType = Literal["float32", "bfloat16", "float16"]
 # The endpoint keys, in [teacher] and in each [[sources]] entry
+ENDPOINT_KEYS = ("endpoint_url", "endpoint_model", "endpoint_api_key_env")
 EndpointModel = Annotated[
     str,
     Field(description="The endpoint's served model name (vLLM: --served-model-name); empty: its only model."),
@@ -33,7 +34,7 @@ def endpoint_keys_problem(url: str, model: str, api_key_env: str) -> str | None:
 class TeacherSettings(Section):
     # Where the teacher scores (its app, or a server) is fixed for the run: a restart with a new
     # config redeploys the app, it does not move the teacher to a server or back.
-    RUN_DEFINING = frozenset({"endpoint_url", "endpoint_model", "endpoint_api_key_env"})
+    RUN_DEFINING = frozenset(ENDPOINT_KEYS)
 
     model: str = Field("", description="Teacher checkpoint: a local directory readable by from_pretrained.")
     engine: TeacherEngineKind = Field("transformers", description="Scoring engine behind the deployment.")

@@ -35,7 +35,7 @@ from services.settings.rollout_worker import RolloutWorkerSettings
 from services.settings.security import SecuritySettings
 from services.settings.sources import TomlSettings
 from services.settings.task_mix import TaskSource, TaskSourceSettings, resolve_sources
-from services.settings.teacher import TeacherSettings
+from services.settings.teacher import ENDPOINT_KEYS, TeacherSettings
 from services.settings_section import Section
 from services.vllm_support.limits import temperature_problem
 
@@ -213,8 +213,7 @@ class TurnOPDSettings(TomlSettings):
             source = self.task_source(env)
             model, app = source.teacher, teacher_app(source.teacher)
             if source.endpoint_url:  # this source scores on a server: [teacher]'s client keys apply
-                endpoint = ("endpoint_url", "endpoint_model", "endpoint_api_key_env")
-                teacher = teacher.model_copy(update={key: getattr(source, key) for key in endpoint})
+                teacher = teacher.model_copy(update={key: getattr(source, key) for key in ENDPOINT_KEYS})
         return TeacherServiceSettings(
             teacher=teacher,
             top_k=self.distill.distill_topk,
@@ -283,11 +282,10 @@ class TurnOPDSettings(TomlSettings):
                     f"sources[{i}].teacher: {source.teacher!r} and {other.teacher!r} would both be the Serve "
                     f"app {app!r}; give their directories different names"
                 )
-            where = ("endpoint_url", "endpoint_model", "endpoint_api_key_env")
-            if any(getattr(other, key) != getattr(source, key) for key in where):
+            if any(getattr(other, key) != getattr(source, key) for key in ENDPOINT_KEYS):
                 raise ValueError(
                     f"sources[{i}]: teacher {source.teacher!r} is also the teacher of source {other.env!r}, "
-                    f"which scores it elsewhere ({', '.join(where)}); one teacher, one place"
+                    f"which scores it elsewhere ({', '.join(ENDPOINT_KEYS)}); one teacher, one place"
                 )
         return self
 
