@@ -85,13 +85,30 @@ def wait_for_step(run_dir: Path, step: int, train: subprocess.Popen[str], log: P
 
 def check_placement(cluster: LocalCluster, counts: dict[str, int]) -> dict[str, set[str]]:
     """Every live actor of a pool on a node with that pool's resource, those of no pool on the head,
-    and ``counts`` of each; returns, for each pool and for each actor's name, the nodes (indices)."""
+    and ``counts`` of each; returns, for each pool and for each actor's name, the nodes (indices).
+
+    The counts are read until they match, for up to 30 s: the state API lists an actor of an earlier
+    run (or of a node lost in the test before) as ALIVE until the GCS has marked it dead. A mismatch
+    after that fails with every live actor named."""
+    deadline = time.monotonic() + 30
+    while True:
+        alive = [a for a in cluster.actors() if a["state"] == "ALIVE"]
+        seen = {name: sum(a["class_name"] == name for a in alive) for name in counts}
+        if seen == counts or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    listed = "\n".join(
+        f"  {a['class_name']} {a['name']!r} on node {cluster.nodes.index(a['node_id'])}"
+        if a["node_id"] in cluster.nodes
+        else f"  {a['class_name']} {a['name']!r} on unknown node {a['node_id']}"
+        for a in alive
+    )
+    assert seen == counts, f"live actors {seen}, expected {counts}:\n{listed}"
     resources = {node: {} for node in cluster.nodes}
     for index, spec in enumerate(NODES, start=1):
         resources[cluster.nodes[index]] = spec["resources"]
     head = cluster.nodes[0]
     where: dict[str, set[str]] = {}
-    alive = [a for a in cluster.actors() if a["state"] == "ALIVE"]
     for actor in alive:
         name, node = actor["class_name"], actor["node_id"]
         pool = POOL_OF.get(name)
@@ -101,7 +118,6 @@ def check_placement(cluster: LocalCluster, counts: dict[str, int]) -> dict[str, 
             where.setdefault(actor["name"], set()).add(str(cluster.nodes.index(node)))
         elif name in ON_DRIVER_NODE:
             assert node == head, f"{name} ({actor['name']}) is not on the driver's node"
-    assert {name: sum(a["class_name"] == name for a in alive) for name in counts} == counts
     return where
 
 
