@@ -97,12 +97,7 @@ def check_placement(cluster: LocalCluster, counts: dict[str, int]) -> dict[str, 
         if seen == counts or time.monotonic() > deadline:
             break
         time.sleep(1.0)
-    listed = "\n".join(
-        f"  {a['class_name']} {a['name']!r} on node {cluster.nodes.index(a['node_id'])}"
-        if a["node_id"] in cluster.nodes
-        else f"  {a['class_name']} {a['name']!r} on unknown node {a['node_id']}"
-        for a in alive
-    )
+    listed = "\n".join(f"  {a['class_name']} {a['name']!r} on node {a['node_id']}" for a in alive)
     assert seen == counts, f"live actors {seen}, expected {counts}:\n{listed}"
     resources = {node: {} for node in cluster.nodes}
     for index, spec in enumerate(NODES, start=1):

@@ -13,11 +13,11 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM
 
-REPO = Path(__file__).resolve().parents[3]
+from services.models.registry import resolve_model_dir
 
 
 def main(scale: float, out: Path, seed: int = 0) -> None:
-    src = REPO / "artifacts" / "models" / "teacher-novel"
+    src = resolve_model_dir("teacher-novel")  # the cached copy, else the shipped one, verified
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(src, out, ignore=shutil.ignore_patterns("model.safetensors", "turnopd_*"))
