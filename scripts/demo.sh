@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The main job: TurnOPD distillation of the tiny household student from the shipped teacher.
 #   1. set up (scripts/setup.sh: about a minute with uv);
-#   2. the models: the student `student-novel-cut3` and the teacher `teacher-novel` come from
+#   2. the models: the student `student-novel-noisy` and the teacher `teacher-novel` come from
 #      artifacts/models/ where they are shipped (checksums verified on first use; `turnopd models
 #      list` shows their recipes), else from the cache; a model that is neither is trained here
 #      by its recipe, once (configs/teachers/: teacher-novel from the shipped teacher-remind takes
-#      about 50 min on 2 cores, from scratch about two and a half hours; the student 2 min);
+#      about 50 min on 2 cores, from scratch about two and a half hours; the student, teacher-novel
+#      perturbed by seeded noise, seconds);
 #   3. `turnopd train --config configs/demo.toml`: the student learns from the teacher. It evaluates
-#      the student greedily on 60 valid_unseen games after the last step and ends with a table: the
+#      the student greedily on 60 valid_unseen games after steps 4 and 8 and ends with a table: the
 #      student before (its shipped manifest, measured on the same games) and after, the teacher on
-#      the same games, wall time and H_hat over the run.
+#      the same games, wall time, H_hat and success over the run (success.png in the run directory).
 # Extra arguments go to `turnopd train` (e.g. --run-dir DIR, --steps K, --method vanilla, or
 # --resume runs/demo-... to continue a stopped run); each run gets its own runs/demo-<time>/.
 set -euo pipefail
@@ -26,11 +27,14 @@ recipe() {
   echo "== turnopd teacher train --config configs/teachers/$1 (once: $2 is neither shipped nor cached)"
   turnopd teacher train --config "configs/teachers/$1"
 }
-if ! have teacher-novel || ! have student-novel-cut3; then
+if ! have teacher-novel || ! have student-novel-noisy; then
   turnopd models build
   have teacher-remind || recipe teacher_alfworld_reminder.toml teacher-remind
   have teacher-novel || recipe teacher_alfworld_novel.toml teacher-novel
-  have student-novel-cut3 || recipe student_alfworld_novel_cut3.toml student-novel-cut3
+  if ! have student-novel-noisy; then
+    echo "== turnopd models perturb teacher-novel --out student-novel-noisy (once: neither shipped nor cached)"
+    turnopd models perturb teacher-novel --out student-novel-noisy --scale 0.25 --seed 0
+  fi
 fi
 # A new run directory each time, unless the arguments name one (--run-dir, --resume).
 args=("$@")

@@ -121,6 +121,26 @@ def verify(
         typer.echo(f"{name}: {len(shipped.manifest['files'])} files verified")
 
 
+@app.command("perturb")
+def perturb(
+    base: Annotated[str, typer.Argument(help="The model to perturb: a name or checkpoint path.")],
+    out: Annotated[str, typer.Option(help="Name (or path) the perturbed model is saved as.")],
+    scale: Annotated[float, typer.Option(help="Noise per matrix, in units of that matrix's std.")] = 0.25,
+    seed: Annotated[int, typer.Option(help="Seed of the noise.")] = 0,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a model saved as OUT.")] = False,
+    cache_dir: CacheOption = None,
+) -> None:
+    """Build a starting student from BASE with every weight matrix perturbed by seeded Gaussian noise
+    (the demo's student: `turnopd models perturb teacher-novel --out student-novel-noisy`)."""
+    from transformers.utils import logging as hf_logging
+
+    from services.models.perturb import perturb_model
+
+    hf_logging.disable_progress_bar()
+    target = perturb_model(base, out, scale, seed, cache_dir=cache_dir, replace=replace)
+    typer.echo(f"{out}: {base} perturbed (scale {scale:g}, seed {seed}) saved at {target}")
+
+
 @app.command("ship")
 def ship(
     source: Annotated[str, typer.Argument(help="A trained model's name or checkpoint path.")],

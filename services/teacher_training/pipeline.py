@@ -20,9 +20,9 @@ from services.errors import InputError
 from services.models.build import read_manifest
 from services.models.layer_subset import check_layer_choice, keep_layers
 from services.models.registry import resolve_model_dir
+from services.models.saved_checkpoint import checkpoint_target, save_checkpoint
 from services.models.trained_format import check_task_reminder
 from services.settings.recipe import TeacherRecipeSettings
-from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
 from services.teacher_training.collection import collect_expert_episodes, episode_seeds
 from services.teacher_training.dataset import DATASET_FORMAT, dataset_dir, load_dataset, save_dataset
 from services.teacher_training.rendering import render_episodes

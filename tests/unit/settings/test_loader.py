@@ -1,3 +1,4 @@
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -5,7 +6,7 @@ import pytest
 
 from services.cli.result_view import eval_description
 from services.errors import ConfigError
-from services.models.shipped import measured_success
+from services.models.shipped import measured_success, require_shipped, shipped_names
 from services.models.zoo import ZOO
 from services.orchestrator.run_result import comparable_measurement
 from services.settings import TurnOPDSettings, load_settings
@@ -99,8 +100,22 @@ def _recipe_outputs(paths: list[str]) -> dict[str, str]:
     return {load_recipe(REPO / path).sft.out: path for path in paths}
 
 
+def _perturbed_outputs() -> dict[str, str]:
+    """out -> base of each `turnopd models perturb BASE --out OUT` in a shipped model's recipe."""
+    outputs = {}
+    for name in shipped_names():
+        for command in require_shipped(name).manifest["recipe"]:
+            words = shlex.split(command)
+            if words[:3] == ["turnopd", "models", "perturb"]:
+                outputs[words[words.index("--out") + 1]] = words[3]
+    return outputs
+
+
 def _made_by_a_recipe(name: str, outputs: dict[str, str]) -> bool:
-    return name in ZOO or Path(name).is_absolute() or name in outputs
+    if name in ZOO or Path(name).is_absolute() or name in outputs:
+        return True
+    base = _perturbed_outputs().get(name)  # a model perturbed from one a recipe makes
+    return base is not None and base != name and _made_by_a_recipe(base, outputs)
 
 
 def test_configs_are_sorted_into_runs_and_recipes():

@@ -13,8 +13,8 @@ from services.agent.chat_format import ChatFormat
 from services.errors import ConflictError, InputError
 from services.models.build import MANIFEST
 from services.models.loading import load_causal_lm, load_tokenizer
+from services.models.saved_checkpoint import checkpoint_target, save_checkpoint
 from services.settings.sft import SFTSettings
-from services.teacher_training.checkpoint import checkpoint_target, save_checkpoint
 from services.teacher_training.rendering import RenderedEpisode, render_episode
 from services.teacher_training.resume import TrainState
 from services.teacher_training.trainer import StepReport, episode_tensors, response_loss, train_sft

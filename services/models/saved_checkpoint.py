@@ -1,4 +1,5 @@
-"""Save a trained model as a Hugging Face checkpoint (weights, config, tokenizer) under a zoo name.
+"""Save a trained or derived model (`turnopd teacher train`, `turnopd models perturb`) as a Hugging
+Face checkpoint (weights, config, tokenizer) under a zoo name.
 
 The directory is written next to its final place and renamed in, so a crash never leaves a half
 checkpoint; it carries a manifest (``turnopd_build.json``, as zoo builds do) saying what it was

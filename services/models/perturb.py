@@ -1,0 +1,99 @@
+"""A starting student built by perturbing another model's weights: as large as its source, weak
+because its weights are off rather than because it lacks capacity.
+
+Every weight matrix ``W`` (every parameter of two or more dimensions: embeddings, projections, the
+output head) becomes ``W + scale * std(W) * N(0, 1)``, the noise drawn from one seeded CPU
+generator in the model's parameter order, so a name, scale and seed give the same weights on every
+machine. Norm weights and biases (one dimension) are left as they are. The demo's student,
+``student-novel-noisy``, is ``teacher-novel`` at scale 0.25, seed 0 (docs/teachers.md has why: a
+cut student as far from the teacher falls under OPD, this one climbs).
+"""
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from services.errors import InputError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+PERTURB_FORMAT = 1
+# The dtype the perturbed weights are saved in: the shipped artifacts' dtype, so the recipe's output
+# and the shipped student are the same bytes.
+SAVED_DTYPE = "bfloat16"
+
+
+def check_scale(scale: float) -> float:
+    """``scale`` if it is a usable noise scale, else an InputError naming it."""
+    if not math.isfinite(scale) or scale <= 0.0 or scale > 10.0:
+        raise InputError(
+            f"the noise scale must be above 0 and at most 10 (of each matrix's std), not {scale}"
+        )
+    return scale
+
+
+def perturb_weights(model: "PreTrainedModel", scale: float, seed: int) -> int:
+    """Add ``scale * std(W) * N(0, 1)`` to every matrix ``W`` of ``model``, in place; returns how many
+    matrices were perturbed. Tied parameters (an output head sharing the embedding) count once."""
+    import torch
+
+    check_scale(scale)
+    generator = torch.Generator().manual_seed(seed)
+    perturbed = 0
+    with torch.no_grad():
+        for parameter in model.parameters():  # deduplicated: a tied weight is listed once
+            if parameter.dim() < 2:
+                continue
+            noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float32)
+            spread = parameter.detach().float().std()
+            parameter.add_((scale * spread * noise).to(parameter.dtype))
+            perturbed += 1
+    return perturbed
+
+
+def perturbation_manifest(
+    name: str, base: str, base_manifest: dict[str, Any] | None, scale: float, seed: int, matrices: int
+) -> dict[str, Any]:
+    """The ``turnopd_build.json`` of a perturbed model: what it came from and how; the observation
+    format its base was trained in carries over (``task_reminder``)."""
+    manifest: dict[str, Any] = {
+        "format": PERTURB_FORMAT,
+        "kind": "model",
+        "stage": "perturb",
+        "name": name,
+        "base": base,
+        "base_manifest": base_manifest,
+        "perturb": {"scale": scale, "seed": seed, "matrices": matrices, "dtype": SAVED_DTYPE},
+    }
+    if base_manifest is not None and "task_reminder" in base_manifest:
+        manifest["task_reminder"] = base_manifest["task_reminder"]
+    return manifest
+
+
+def perturb_model(
+    base: str, out: str, scale: float, seed: int, cache_dir: Path | None = None, replace: bool = False
+) -> Path:
+    """Load ``base`` (a name or path) in float32, perturb it, and save it in bf16 as ``out`` with its
+    tokenizer and manifest; returns the checkpoint directory. An existing ``out`` is kept unless
+    ``replace``."""
+    import torch
+
+    from services.errors import ConflictError
+    from services.models.build import read_manifest
+    from services.models.loading import load_causal_lm, load_tokenizer
+    from services.models.registry import resolve_model_dir
+    from services.models.saved_checkpoint import checkpoint_target, save_checkpoint
+
+    check_scale(scale)
+    if seed < 0:
+        raise InputError(f"the noise seed must be >= 0, not {seed}")
+    target = checkpoint_target(out, cache_dir)
+    if target.exists() and not replace:
+        raise ConflictError(f"{target} already exists; pass --replace to overwrite it")
+    base_dir = resolve_model_dir(base, cache_dir)
+    model = load_causal_lm(str(base_dir), dtype="float32")
+    matrices = perturb_weights(model, scale, seed)
+    model = model.to(torch.bfloat16)  # type: ignore[arg-type]  # transformers wraps `to`; mypy misreads it
+    manifest = perturbation_manifest(out, base, read_manifest(base_dir), scale, seed, matrices)
+    return save_checkpoint(model, load_tokenizer(str(base_dir)), target, manifest)
