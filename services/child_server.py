@@ -83,6 +83,9 @@ class ChildServer(ABC):
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
         """Start the server and wait until ``/healthz`` answers 200 while the child still runs."""
+        if self._process is not None and self._process.poll() is None:
+            # a second child would take another port and the first would outlive stop()
+            raise TurnOPDError(f"{self.label} is already running (pid {self._process.pid}, {self.url})")
         self._refuse_taken_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:

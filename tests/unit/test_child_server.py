@@ -144,5 +144,13 @@ def test_a_picked_port_another_process_took_meanwhile_is_picked_again(monkeypatc
         monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
         server = _StandIn(_HEALTHY)
         assert server.port == taken
-        with server.start():
+        with server:
             assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"
+
+
+def test_a_second_start_of_a_running_server_is_refused_and_starts_no_child() -> None:
+    with _StandIn(_HEALTHY) as server:
+        pid = server._process.pid if server._process else None
+        with pytest.raises(TurnOPDError, match=f"stand-in server is already running \\(pid {pid}"):
+            server.start()
+    assert server._process is None  # the one child was stopped

@@ -13,7 +13,7 @@ protocol = pytest.importorskip(
 )
 from vllm.logprobs import Logprob  # noqa: E402
 
-from services.contracts.completions import CompletionRequest, CompletionResponse  # noqa: E402
+from services.contracts.completions import CompletionRequest, CompletionResponse, ModelCard, ModelList  # noqa: E402
 from services.teacher_scorer.completions_codec import completion_request, scores_from_completion  # noqa: E402
 from services.teacher_scorer.engine import ScoreRow  # noqa: E402
 from services.teacher_scorer.token_probe import PROBE_TEXT  # noqa: E402
@@ -66,3 +66,35 @@ def test_vllms_answer_parses_as_ours_and_converts():
     (scores,) = scores_from_completion(ours, [ROW], 2)
     assert scores.top_ids_P_K.tolist() == [[7, 3], [4, 8]]
     np.testing.assert_array_equal(scores.token_logprob_P, [-0.5, -3.5])
+
+
+def _vllms_model_list_module():
+    """Where the pinned vLLM defines ``ModelList`` (its protocol modules moved between releases)."""
+    import importlib
+
+    candidates = (
+        "vllm.entrypoints.openai.engine.protocol",
+        "vllm.entrypoints.openai.models.protocol",
+        "vllm.entrypoints.openai.protocol",
+    )
+    for name in candidates:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "ModelList") and hasattr(module, "ModelCard"):
+            return module
+    pytest.fail(f"vLLM's ModelList/ModelCard are in none of {candidates}")
+
+
+def test_vllms_model_list_parses_as_ours_and_ours_validates_as_theirs():
+    """``GET /v1/models``: the served name and max_model_len a run reads from vLLM's answer, and our
+    teacher app's answer is one vLLM's own models accept."""
+    theirs_module = _vllms_model_list_module()
+    card = theirs_module.ModelCard(id="teacher", max_model_len=4097, root="/models/teacher")
+    theirs = theirs_module.ModelList(data=[card])
+    ours = ModelList.model_validate_json(theirs.model_dump_json())
+    assert [(c.id, c.object, c.max_model_len) for c in ours.data] == [("teacher", "model", 4097)]
+    served = ModelList(data=[ModelCard(id="teacher", max_model_len=4097)])  # what our teacher app answers
+    back = theirs_module.ModelList.model_validate(served.model_dump(mode="json"))
+    assert [(c.id, c.max_model_len, c.owned_by) for c in back.data] == [("teacher", 4097, "turnopd")]
