@@ -8,7 +8,7 @@
 #      about 50 min on 2 cores, from scratch about two and a half hours; the student, teacher-novel
 #      perturbed by seeded noise, seconds);
 #   3. `turnopd train --config configs/demo.toml`: the student learns from the teacher. It evaluates
-#      the student greedily on 60 valid_unseen games after steps 4 and 8 and ends with a table: the
+#      the student greedily on 60 valid_unseen games after steps 4, 8 and 12 and ends with a table: the
 #      student before (its shipped manifest, measured on the same games) and after, the teacher on
 #      the same games, wall time, H_hat and success over the run (success.png in the run directory).
 # Extra arguments go to `turnopd train` (e.g. --run-dir DIR, --steps K, --method vanilla, or
