@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from services.errors import InputError
+from services.errors import ConflictError, InputError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -79,7 +79,6 @@ def perturb_model(
     ``replace``."""
     import torch
 
-    from services.errors import ConflictError
     from services.models.build import read_manifest
     from services.models.loading import load_causal_lm, load_tokenizer
     from services.models.registry import resolve_model_dir
