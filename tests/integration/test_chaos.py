@@ -101,6 +101,7 @@ def chaos_run(
     rng = random.Random(f"{SEED}/{staleness}")
 
     kills: list[threading.Thread] = []  # the run's last step waits for these to be over
+    cli_threads: dict[str, threading.Thread] = {}  # `turnopd restart NAME` by NAME
 
     def later(delay: float, fn, *args) -> threading.Thread:
         def go() -> None:
@@ -121,6 +122,10 @@ def chaos_run(
         seen["killed_pid"] = before
 
     def sigkill_controller() -> None:
+        # a `turnopd restart controller` drawn earlier lands at a later step boundary: the SIGKILL
+        # waits for it, or the handle it kills through can be the one the restart kills for good
+        if (restart := cli_threads.get("controller")) is not None:
+            restart.join(timeout=600)
         actor = ray.get_actor("controller", namespace="turnopd")
         before: ControllerHealth = ray.get(actor.health.remote(), timeout=60)
         os.kill(before.pid, signal.SIGKILL)  # Ray restarts it; it reloads its state from Redis
@@ -148,7 +153,7 @@ def chaos_run(
             print(f"chaos seed {SEED}, staleness {staleness}: {action} at step {m.step} + {delay:.2f} s")
             match kind:
                 case "restart":
-                    later(delay, cli_restart, name)
+                    cli_threads[name] = later(delay, cli_restart, name)
                 case "cli-status":
                     later(delay, cli_status)
                 case "sigkill" if name == "worker":
