@@ -3,7 +3,7 @@
 # minute on a fresh 2-core machine; plain pip takes about 6) and pip otherwise.
 # On a machine without a GPU, torch is pinned to the CPU build 2.13.0 *before* anything else,
 # so no dependency can pull the multi-gigabyte CUDA wheels.
-#   --with-prometheus   also install Debian's prometheus (tests/integration/test_prometheus.py and
+#   --with-prometheus   also install Debian's prometheus (the Prometheus part of tests/integration/test_train_smoke.py and
 #                       docs/operations.md's Prometheus walk-through need it; the demo does not)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,5 +51,5 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   if [ -d /run/systemd/system ]; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 else
   echo "setup: prometheus not found and not installable here (needs root and apt-get);" \
-    "tests/integration/test_prometheus.py will be skipped"
+    "the Prometheus part of tests/integration/test_train_smoke.py will be skipped"
 fi

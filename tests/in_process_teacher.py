@@ -2,6 +2,7 @@
 and that app served over HTTP on the loopback from a thread (``LoopbackTeacher``), stoppable and
 startable again on the same port, as an OpenAI-compatible endpoint a run can score on."""
 
+import logging
 import socket
 import threading
 import time
@@ -84,3 +85,27 @@ class LoopbackTeacher:
             self._server.should_exit = True
             self._thread.join(timeout=30)
         self._server = self._thread = None
+
+
+class EndpointFailures(logging.Handler):
+    """Counts the teacher endpoint client's failed attempts (its retry warnings) as they happen;
+    ``attach``/``detach`` hang it on the client's logger."""
+
+    LOGGER = "services.teacher_scorer.endpoint_client"
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.first = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("teacher endpoint call failed"):
+            self.count += 1
+            self.first.set()
+
+    def attach(self) -> "EndpointFailures":
+        logging.getLogger(self.LOGGER).addHandler(self)
+        return self
+
+    def detach(self) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)

@@ -1,12 +1,19 @@
 """A multi-environment run on the tiny zoo: one student, three task sources (household games,
-search, the shop), each with its own teacher app, controller, depth and share of the batch."""
+search, the shop), each with its own teacher app, controller, depth and share of the batch.
+
+The shop's teacher is an OpenAI-compatible endpoint (our app served over HTTP from this process),
+stopped at the start of step 3 and started again 30 s after that step's scoring first found it
+down: the step waits through the client's bounded back-off and goes on, losing and repeating nothing.
+"""
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from controller_replay import assert_decisions_equal_replay
-from in_process_teacher import LoopbackTeacher
+from in_process_teacher import EndpointFailures, LoopbackTeacher
 from prometheus_client.parser import text_string_to_metric_families
 from ray import serve
 from rollout_fixtures import smoke_config, zoo_cache_dir
@@ -23,6 +30,9 @@ from services.run_dir import RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+OUTAGE_S = 30.0
+# the endpoint client's back-off (1, 2, 4, 4, ... s over 16 attempts: about a minute) outlasts the outage
+ENDPOINT_CLIENT = "client_max_attempts = 16\nclient_backoff_s = 1.0\nclient_max_backoff_s = 4.0\n"
 
 SOURCES = """
 [[sources]]
@@ -59,7 +69,7 @@ def multi_env_config(tmp_path: Path, shop_endpoint: tuple[str, str] | None = Non
     text = config.read_text().replace("[optim]\nbatch = 4\nsteps = 3", "[optim]\nbatch = 8\nsteps = 4")
     text = text.replace("[eval]\ninterval = 3", "[eval]\ninterval = 4")
     # three teacher apps on the test cluster's 2 CPUs
-    text = text.replace("[teacher]\nnum_cpus = 0.5", "[teacher]\nnum_cpus = 0.25")
+    text = text.replace("[teacher]\nnum_cpus = 0.5", f"[teacher]\n{ENDPOINT_CLIENT}num_cpus = 0.25")
     shop = f'"{teachers["teacher-shop"]}"'
     if shop_endpoint:
         shop += f'\nendpoint_url = "{shop_endpoint[0]}"\nendpoint_model = "{shop_endpoint[1]}"'
@@ -75,15 +85,20 @@ def test_one_student_learns_from_a_teacher_per_environment(ray_session, tmp_path
     shutil.copytree(zoo_cache_dir() / "models" / "teacher", shop_copy)
     server = LoopbackTeacher(shop_copy)
     server.start()
+    failures = EndpointFailures().attach()
     try:
-        check_a_run_with_a_teacher_per_environment(tmp_path, server)
+        check_a_run_with_a_teacher_per_environment(tmp_path, server, failures)
     finally:
+        failures.detach()
         server.stop()
 
 
-def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackTeacher) -> None:
+def check_a_run_with_a_teacher_per_environment(
+    tmp_path: Path, server: LoopbackTeacher, failures: EndpointFailures
+) -> None:
     config = multi_env_config(tmp_path, shop_endpoint=(server.url, server.backend.served_model))
     settings = load_settings(config)
+    assert settings.teacher.client_max_attempts == 16
     assert [t.app for t in settings.for_teachers()] == ["teacher-teacher", "teacher-search", "teacher-shop"]
     assert [t.teacher.endpoint_url for t in settings.for_teachers()] == ["", "", server.url]
     scored_before = server.backend.metrics.exposition()
@@ -92,14 +107,29 @@ def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackT
     evals: list[EvalRecord] = []
 
     apps_mid_run: list[set[str]] = []
+    outage: dict[str, float] = {}
+
+    def down_then_up() -> None:
+        server.stop()
+        outage["stopped"] = time.monotonic()
+        failures.first.wait(timeout=600)  # a step found it down: it stays down OUTAGE_S from there
+        outage["found"] = time.monotonic()
+        time.sleep(OUTAGE_S)
+        server.start()
+        outage["started"] = time.monotonic()
+
+    restarter = threading.Thread(target=down_then_up, daemon=True)
 
     def on_step(m: StepMetrics) -> None:
         apps_mid_run.append(set(serve.status().applications))
         if m.step == 1:
             submit_restart("controller")  # every source's controller resumes from its own keys
             submit_restart("teacher-search")  # one teacher replaced mid-run while the others serve
+        if m.step == 2:  # the shop's endpoint down from the start of step 3, before it is scored
+            restarter.start()
 
     assert train(settings, run, on_step, evals.append) == 4
+    restarter.join(timeout=60)
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3, 4]
@@ -136,6 +166,14 @@ def check_a_run_with_a_teacher_per_environment(tmp_path: Path, server: LoopbackT
     }
     assert shop_eval.per_task_type and set(shop_eval.per_task_type) <= set(CATEGORIES)
     assert all(m.sources is not None and m.sources[1].failed_episodes == 0 for m in metrics)
+
+    # the shop's server was down, step 3 found it so and waited the outage through: no step lost or
+    # repeated (above), no episode lost, every weights version once
+    assert outage["started"] - outage["found"] >= OUTAGE_S and outage["found"] >= outage["stopped"]
+    assert failures.first.is_set() and failures.count >= 2
+    assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
+    assert [m.weights_version for m in metrics] == [1, 2, 3, 4]
+    assert metrics[2].times.teacher_s >= OUTAGE_S - 1.0  # the scoring that waited
 
     restarts = read_jsonl(run.path("restarts.jsonl"), RestartResult)
     assert [(r.service, r.ok) for r in restarts] == [("controller", True), ("teacher-search", True)]

@@ -1,6 +1,10 @@
 """`turnopd scale` on a live run: the rollout pool grown 1 -> 2 and shrunk back, the teacher grown
 1 -> 2 replicas, bad requests refused with what is wrong; training never loses or repeats a step.
 
+The run plays the shop, chosen by config alone (`[rollout] env`): the pipeline is the household's,
+the env's own reward, turn budget and task types land in the run directory (the search env trains
+as a source in tests/integration/test_multi_env.py).
+
 The scale requests go through ``services.operations.run_client`` (what `turnopd scale` calls),
 and the CLI itself runs in a subprocess for the teacher and for the refusals.
 """
@@ -18,7 +22,9 @@ from rollout_fixtures import override_sections, short_run, smoke_config
 
 from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import RestartResult, RunStatus, WorkerHealth
-from services.contracts.orchestrator import StepMetrics
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.contracts.records import TurnStatsRecord
+from services.envs.webshop.vocabulary import CATEGORIES
 from services.operations.run_client import run_status, submit_scale, wait_restart
 from services.orchestrator.pipeline import train
 from services.run_dir import RESTARTS_FILE, RunDir
@@ -27,7 +33,7 @@ from services.settings import load_settings
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 5
-OVERRIDES = short_run(STEPS, "rollout_workers = 1")
+OVERRIDES = short_run(STEPS, "rollout_workers = 1").replace("interval = 100", f"interval = {STEPS}")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,8 +52,10 @@ def worker_version(index: int) -> int:
 
 def test_pools_resized_while_training(ray_session, tmp_path):
     config = tmp_path / "scale.toml"
-    config.write_text(override_sections(smoke_config(tmp_path).read_text(), OVERRIDES))
+    text = override_sections(smoke_config(tmp_path).read_text(), OVERRIDES)
+    config.write_text(text.replace("[rollout]\n", '[rollout]\nenv = "webshop"\n'))
     settings = load_settings(config)
+    assert settings.rollout.env == "webshop" and settings.eval.interval == STEPS
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
     seen: dict[str, Any] = {}
@@ -85,6 +93,14 @@ def test_pools_resized_while_training(ray_session, tmp_path):
     assert [m.step for m in metrics] == list(range(1, STEPS + 1))
     assert [m.weights_version for m in metrics] == list(range(1, STEPS + 1))
     assert all(m.failed_episodes == 0 and m.trajectories == settings.optim.batch for m in metrics)
+    # the shop's own episodes: within its turn budget, scored, and evaluated on its own task types
+    assert all(m.loss > 0 and m.tokens > 0 and 1 <= m.h_roll <= settings.rollout.max_turns for m in metrics)
+    assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == list(
+        range(1, STEPS + 1)
+    )
+    [record] = read_jsonl(run.path("eval.jsonl"), EvalRecord)
+    assert (record.step, record.split, record.episodes) == (STEPS, "valid_unseen", 2)
+    assert record.per_task_type and set(record.per_task_type) <= set(CATEGORIES)
 
     result, status, version = seen["grown"]
     assert result.ok and result.message.startswith("rollout pool 1 -> 2 workers at weights version ")

@@ -1,4 +1,8 @@
-"""`turnopd train` end to end on the tiny zoo: every service real, a few steps, then an exact resume."""
+"""`turnopd train` end to end on the tiny zoo: every service real, a few steps, then an exact resume.
+
+The first run is also scraped by a real Prometheus (tests/prometheus_server.py): the controller's
+horizon there equals what the run logs, step by step, and every Grafana query is valid PromQL.
+"""
 
 import json
 import shutil
@@ -6,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from controller_replay import assert_decisions_equal_replay
+from prometheus_server import ScrapedRun, have_prometheus
 from rollout_fixtures import smoke_config
 from typer.testing import CliRunner
 
@@ -15,6 +20,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.learner.checkpoint import latest_checkpoint
+from services.loopback import free_loopback_port
 from services.orchestrator.pipeline import train
 from services.orchestrator.probe_stats import probe_stats
 from services.run_dir import RunDir
@@ -24,18 +30,60 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_train_smoke_then_resume(ray_session, tmp_path):
-    """Three steps, a checkpoint lost, an exact resume; and, as issue 38 asked, played within a
-    teacher context shorter than the episodes (they grow past 900 tokens; a teacher that took 600
-    once refused the whole request and ended the run at step 1): each task plays within the limit."""
+@pytest.fixture
+def serve_on_free_port(ray_session):
+    """Serve's HTTP proxy (the teacher's /metrics) on a free loopback port, for Prometheus to scrape."""
+    from ray import serve
+
+    serve.shutdown()  # a Serve left by an earlier test would keep its own HTTP port
+    port = free_loopback_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    yield port
+    serve.shutdown()
+
+
+def scraped_smoke_config(tmp_path: Path, driver: int, gateway: int) -> Path:
+    """configs/smoke.toml on the test caches with the driver's and env gateway's metrics on the given
+    ports, every turn counted as reliable, and a teacher context shorter than the episodes."""
     config = smoke_config(tmp_path)
-    config.write_text(config.read_text().replace("[teacher]\n", "[teacher]\nmax_context = 600\n"))
+    text = config.read_text()
+    replacements = {
+        "[teacher]\n": "[teacher]\nmax_context = 600\n",
+        "workers = 1\nport = 0\n": f"workers = 1\nport = {gateway}\n",
+        "[metrics]\nport = 0": f"[metrics]\nport = {driver}",
+    }
+    for old, new in replacements.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    config.write_text(text + "\n[diagnostics]\nmin_survivors = 1\nmin_survivor_frac = 0.0\n")
+    return config
+
+
+def test_train_smoke_then_resume(serve_on_free_port, tmp_path):
+    """Three steps scraped by Prometheus, a checkpoint lost, an exact resume; and, as issue 38 asked,
+    played within a teacher context shorter than the episodes (they grow past 900 tokens; a teacher
+    that took 600 once refused the whole request and ended the run at step 1): each task plays
+    within the limit. Without a `prometheus` binary the rest runs and the test then says it skipped."""
+    driver, gateway = free_loopback_port(), free_loopback_port()
+    config = scraped_smoke_config(tmp_path, driver, gateway)
     settings = load_settings(config)
     assert settings.teacher.max_context == 600
+    assert (settings.metrics.port, settings.env_gateway.port) == (driver, gateway)
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
+    scraped = ScrapedRun(tmp_path, driver, serve_on_free_port, gateway, 3) if have_prometheus() else None
     steps, evals = [], []
-    assert train(settings, run, steps.append, evals.append) == 3
+
+    def on_step(m: StepMetrics) -> None:
+        steps.append(m)
+        if scraped is not None:
+            scraped.on_step(m)
+
+    try:
+        assert train(settings, run, on_step, evals.append) == 3
+    finally:
+        if scraped is not None:
+            scraped.stop()
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3] and [m.weights_version for m in metrics] == [1, 2, 3]
@@ -52,6 +100,8 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     assert_decisions_equal_replay(run.root, 3, settings.depth)
     assert [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [3] and len(evals) == 1
     assert latest_checkpoint(run.root) is not None and latest_checkpoint(run.root).name == "step_000003"
+    if scraped is not None:  # what Prometheus scraped equals what the run logged
+        scraped.check(metrics, read_jsonl(run.path("controller.jsonl"), StepDecision))
 
     # Kill after step 3 but before its checkpoint landed: resume continues from step 2's checkpoint.
     shutil.rmtree(run.root / "checkpoints" / "step_000003")
@@ -63,6 +113,11 @@ def test_train_smoke_then_resume(ray_session, tmp_path):
     assert [m.step for m in resumed] == [1, 2, 3]  # nothing repeated, nothing skipped
     assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3]
     assert resumed[2].loss == pytest.approx(before[2], rel=1e-3)  # same weights, same rollouts, same step
+    if scraped is None:
+        pytest.skip(
+            "the run and its resume passed; the Prometheus part needs a `prometheus` binary "
+            "(scripts/setup.sh --with-prometheus)"
+        )
 
 
 def test_train_overlapped_then_resume(ray_session, tmp_path):
