@@ -144,6 +144,10 @@ def check_a_run_with_a_teacher_per_environment(
     ]
     records = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
     assert {r.env for r in records} == {"alfworld", "search", "webshop"}
+    # every step's statistics once per source (what the outage test checked of its single source)
+    assert sorted((r.step, r.env) for r in records) == sorted(
+        (k, e) for k in (1, 2, 3, 4) for e in ("alfworld", "search", "webshop")
+    )
     for env in ("alfworld", "search", "webshop"):  # each controller equals its own replay
         assert_decisions_equal_replay(run.root, 4, settings.for_controller(env).depth, env=env)
     assert [(e.step, e.env, e.episodes) for e in evals] == [
