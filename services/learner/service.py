@@ -1,10 +1,12 @@
 """The orchestrator's side of the learner: a Ray Train TorchTrainer fed one batch per step.
 
-``TorchTrainer.fit`` runs in a background thread; each rank has an inbox queue, all ranks share one
-outbox; both carry typed messages (``LearnerInboxMessage``, ``LearnerOutboxMessage``). ``step`` shards the batch over the ranks (balanced by tokens), waits for every rank's
-result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the new full weights.
+``TorchTrainer.fit`` runs in a background thread; each rank has an inbox, all ranks share one
+outbox, every box held by one mailbox actor on the driver's node (``services.learner.mailbox``).
+They carry typed messages (``LearnerInboxMessage``, ``LearnerOutboxMessage``). ``step`` shards the
+batch over the ranks (balanced by tokens), waits for every rank's result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the new full weights.
 """
 
+import os
 import threading
 from collections.abc import Sequence
 from contextlib import suppress
@@ -14,7 +16,6 @@ from typing import Any
 import ray
 from ray.train import FailureConfig, RunConfig, ScalingConfig
 from ray.train.torch import TorchTrainer
-from ray.util.queue import Empty, Queue
 
 from services.contracts.learner import (
     LearnerBatch,
@@ -30,6 +31,7 @@ from services.contracts.learner import (
 )
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
+from services.learner.mailbox_client import MailboxTimeout, start_mailbox
 from services.learner.train_loop import train_loop
 from services.ray_session import on_driver_node
 from services.settings.per_service import LearnerServiceSettings
@@ -44,6 +46,25 @@ def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
         shards[r].append(i)
         load[r] += lengths[i]
     return [sorted(s) for s in shards]
+
+
+# Ray Train's preemption watcher is an actor per learner start (a process importing Ray, about 3
+# CPU-seconds). It lets Ray Train restart workers on a draining node; with ``max_failures=0`` a lost
+# learner node ends the run either way, and the run resumes from its checkpoint. Off unless the
+# environment turns it on.
+PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+
+
+class LearnerTrainer(TorchTrainer):
+    """``TorchTrainer`` without Ray Train's datasets callback: the learner reads no Ray Dataset (its
+    batches come through the mailbox), while the callback starts a ``DatasetManager`` actor on every
+    fit anyway (3-5 CPU-seconds of importing Ray Data, ``bench/startup_cost.py``). Should Ray rename
+    the hook, nothing is filtered and the trainer is Ray's own."""
+
+    def _create_default_callbacks(self, *args: Any, **kwargs: Any) -> list[Any]:
+        # Ray Train V2's hook (V2 is the TorchTrainer Ray 2.60 gives; V1 never calls it); mypy sees V1's class
+        callbacks: list[Any] = super()._create_default_callbacks(*args, **kwargs)  # type: ignore[misc]
+        return [c for c in callbacks if type(c).__name__ != "DatasetsCallback"]
 
 
 class LearnerError(TurnOPDError, RuntimeError):
@@ -94,8 +115,7 @@ class Learner:
     def __init__(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> None:
         self.settings = settings
         self.world = settings.workers
-        self.inboxes = [Queue(actor_options=on_driver_node()) for _ in range(self.world)]
-        self.outbox = Queue(actor_options=on_driver_node())
+        self.mailbox, self.inboxes, self.outbox = start_mailbox(self.world, on_driver_node())
         self._error: BaseException | None = None
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -110,7 +130,8 @@ class Learner:
 
     def _start(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> int:
         """Start the trainer's thread; the step its ranks resumed at."""
-        trainer = TorchTrainer(
+        os.environ.setdefault(PREEMPTION_WATCHER_ENV, "0")  # read by Ray Train's controller actor
+        trainer = LearnerTrainer(
             train_loop,
             train_loop_config={
                 "settings": settings,
@@ -151,7 +172,7 @@ class Learner:
         thread = self._thread
         return thread is not None and thread.is_alive() and self._error is None and not self._closed
 
-    def _fit(self, trainer: TorchTrainer) -> None:
+    def _fit(self, trainer: LearnerTrainer) -> None:
         try:
             trainer.fit()
         except BaseException as exc:  # surfaced to the caller by _get
@@ -167,7 +188,7 @@ class Learner:
             try:
                 message: LearnerOutboxMessage = self.outbox.get(timeout=5.0)
                 return message
-            except Empty:
+            except MailboxTimeout:
                 waited += 5.0
                 if self._error is not None or self._thread is None or not self._thread.is_alive():
                     raise LearnerError(f"learner workers stopped: {self._error!r}") from self._error
@@ -206,8 +227,9 @@ class Learner:
             for inbox in self.inboxes:
                 inbox.put(LearnerStop())
             self._thread.join(timeout=120)
-        for q in [*self.inboxes, self.outbox]:
-            q.shutdown()
+        if ray.is_initialized():
+            with suppress(Exception):  # already gone with its node or the cluster
+                ray.kill(self.mailbox)
         if ray.is_initialized() and self._error is not None:
             raise LearnerError(
                 f"learner workers failed (a rank raised, or its process or node was lost): {self._error!r}"

@@ -1,6 +1,6 @@
 """The Ray Train worker loop: FSDP2 student, AdamW, ``[optim] mini_batches`` updates per step.
 
-Each rank reads its shard of step k from its own queue and, for each of the step's mini-batches
+Each rank reads its shard of step k from its own inbox and, for each of the step's mini-batches
 (trajectory i in mini-batch i mod ``[optim] mini_batches``, on whichever rank), runs its
 micro-batches (loss scaled by the world size and the mini-batch count: FSDP averages gradients
 across ranks while the objective is a sum over the global batch), clips and steps; then it
@@ -59,7 +59,7 @@ def _device(use_gpu: bool) -> torch.device:
 
 
 def train_loop(config: dict[str, Any]) -> None:
-    """Entry point of each Ray Train worker; ``config`` holds settings, paths and the queues."""
+    """Entry point of each Ray Train worker; ``config`` holds settings, paths and the mailbox's boxes."""
     settings: LearnerServiceSettings = config["settings"]
     run_dir = Path(config["run_dir"])
     base_model = Path(config["model_dir"])

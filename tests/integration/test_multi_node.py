@@ -48,7 +48,7 @@ POOL_OF = {
     "ServeReplica:teacher:TeacherScorer": "teacher_pool",
     "RayTrainWorker": "learner_pool",
 }
-ON_DRIVER_NODE = ("ControllerActor", "RunControlActor", "_QueueActor")
+ON_DRIVER_NODE = ("ControllerActor", "RunControlActor", "Mailbox")
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,8 @@ def expected_actors(rollout_workers: int, teacher_replicas: int) -> dict[str, in
         "RayTrainWorker": 1,
         "ControllerActor": 1,
         "RunControlActor": 1,
-        "_QueueActor": 2,  # the learner's inbox and outbox
+        "Mailbox": 1,  # the learner's inboxes and outbox, one actor
+        "PreemptionWatcher": 0,  # Ray Train's, off by default (services/learner/service.py)
     }
 
 

@@ -68,3 +68,21 @@ def test_an_answer_that_is_not_this_steps_is_an_error():
 def test_stepped_crosses_the_queue_with_its_weights_handle():
     message = stepped(0, [0], 0.5, weights={"w": 1})
     assert pickle.loads(pickle.dumps(message)) == message
+
+
+def test_the_trainer_keeps_every_ray_train_callback_but_the_datasets_one():
+    """The learner reads no Ray Dataset: Ray Train's datasets callback (a DatasetManager actor per
+    fit) is left out, every other callback of Ray's own TorchTrainer kept, in order. No Ray needed."""
+    from ray.train import ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from services.learner.service import LearnerTrainer
+
+    def names(trainer) -> list[str]:  # type: ignore[no-untyped-def]
+        return [type(c).__name__ for c in trainer._create_default_callbacks()]
+
+    scaling = ScalingConfig(num_workers=1)
+    ray_own = names(TorchTrainer(lambda config: None, scaling_config=scaling))
+    ours = names(LearnerTrainer(lambda config: None, scaling_config=scaling))
+    assert "DatasetsCallback" in ray_own and "BackendSetupCallback" in ray_own
+    assert ours == [name for name in ray_own if name != "DatasetsCallback"]
