@@ -3,7 +3,8 @@
 ``TorchTrainer.fit`` runs in a background thread; each rank has an inbox, all ranks share one
 outbox, every box held by one mailbox actor on the driver's node (``services.learner.mailbox``).
 They carry typed messages (``LearnerInboxMessage``, ``LearnerOutboxMessage``). ``step`` shards the
-batch over the ranks (balanced by tokens), waits for every rank's result and merges them into one ``LearnerStepResult`` plus the ObjectRef of the new full weights.
+batch over the ranks (balanced by tokens), waits for every rank's result and merges them into one
+``LearnerStepResult`` plus the ObjectRef of the new full weights.
 """
 
 import os
@@ -48,7 +49,7 @@ def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
     return [sorted(s) for s in shards]
 
 
-# Ray Train's preemption watcher is an actor per learner start (a process importing Ray, about 3
+# Ray Train's preemption watcher is an actor per learner start (a process importing Ray, about 4
 # CPU-seconds). It lets Ray Train restart workers on a draining node; with ``max_failures=0`` a lost
 # learner node ends the run either way, and the run resumes from its checkpoint. Off unless the
 # environment turns it on.
