@@ -1,6 +1,6 @@
 """The learner's message boxes: one inbox per rank and one shared outbox, held by a single actor.
 
-``Mailbox`` is plain asyncio (no Ray import); ``services.learner.service`` runs it as one async Ray
+``Mailbox`` is plain asyncio (no Ray import); ``mailbox_client.start_mailbox`` runs it as one async Ray
 actor on the driver's node. One actor for every box, where ``ray.util.queue.Queue`` starts an actor
 per queue: each is a Python process that imports Ray, a cost every learner start paid per queue
 (issue 36). ``services.learner.mailbox_client`` holds what the ranks and the orchestrator use.
