@@ -9,9 +9,13 @@ Wilson intervals and game counts (math: ``services/experiments/frontier.py``).
 
 Interrupt it at any time and rerun the same command: complete runs are reused, a partial one
 resumes from its last checkpoint. ``--analyse-only`` scores complete runs without training.
+``--records DIR`` keeps each complete run's config and logs (no checkpoints, tens of KB) under DIR
+and takes complete runs from there instead of training them again, so the runs can be spread over
+machines that share no disk (``services/experiments/run_records.py``).
 
     PYTHONPATH=$PWD python bench/frontier.py [--config configs/frontier.toml] [--out runs/frontier]
-        [--seeds 3] [--steps K] [--teacher-success RATE [--teacher-episodes N]] [--analyse-only]
+        [--seeds 3] [--steps K] [--records DIR] [--teacher-success RATE [--teacher-episodes N]]
+        [--analyse-only]
 """
 
 import argparse
@@ -32,6 +36,7 @@ from services.experiments.frontier_page import (
     frontier_markdown,
     games_of,
 )
+from services.experiments.run_records import restore_records, save_records
 from services.orchestrator.run_result import Score, comparable_measurement
 
 METHODS = "turnopd,vanilla"
@@ -48,6 +53,9 @@ def parse_args() -> argparse.Namespace:
         "--teacher-success", type=float, default=None, help="the teacher's success on the runs' games"
     )
     p.add_argument("--teacher-episodes", type=int, default=None, help="episodes behind --teacher-success")
+    p.add_argument(
+        "--records", type=Path, default=None, help="keep complete runs' logs here, and reuse those kept"
+    )
     p.add_argument("--analyse-only", action="store_true", help="score complete runs; train nothing")
     return p.parse_args()
 
@@ -101,7 +109,14 @@ def main() -> None:
         )
     try:
         planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
-        train(args, planned)
+        if args.records is not None and restore_records(planned, args.records):
+            planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
+        try:
+            train(args, planned)
+        finally:
+            if args.records is not None:
+                kept = save_records(planned, args.records)
+                print(f"frontier: {len(kept)} complete runs recorded in {args.records}", file=sys.stderr)
         summary = write_summary(planned, args.out, args.config)
         runs = [load_run(r.path) for r in planned]
         threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)

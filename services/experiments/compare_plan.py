@@ -66,6 +66,14 @@ def run_settings(
     return load_settings(config, {"run": run, **({"optim": {"steps": steps}} if steps is not None else {})})
 
 
+def differences_from_plan(saved_config: str, settings: TurnOPDSettings) -> list[str]:
+    """Dotted keys where a saved config.json differs from the settings a run is planned with
+    (keys the saved file predates read as their defaults; ``run.run_dir`` is not compared)."""
+    defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
+    saved = saved_settings_dict(saved_config)
+    return config_differences(with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS))
+
+
 def plan_runs(
     config: Path | None, methods: Sequence[Method], n_seeds: int, steps: int | None, out: Path
 ) -> list[PlannedRun]:
@@ -73,7 +81,6 @@ def plan_runs(
     if n_seeds < 1:
         raise InputError(f"--seeds must be >= 1, got {n_seeds}")
     base_seed = load_settings(config).run.seed
-    defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
     planned = []
     for method in methods:
         for seed in range(base_seed, base_seed + n_seeds):
@@ -81,10 +88,7 @@ def plan_runs(
             path = settings.run.run_dir
             state = run_state(path, settings.optim.steps)
             if state != "new":
-                saved = saved_settings_dict((path / CONFIG_FILE).read_text())
-                differ = config_differences(
-                    with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS)
-                )
+                differ = differences_from_plan((path / CONFIG_FILE).read_text(), settings)
                 if differ:
                     raise ConflictError(
                         f"{path} was started with a different config ({', '.join(differ[:8])} differ); "

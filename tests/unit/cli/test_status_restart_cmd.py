@@ -102,10 +102,19 @@ def test_status_without_a_cluster_is_one_line(monkeypatch):
 
     address = f"127.0.0.1:{free_loopback_port()}"
     monkeypatch.setenv("RAY_ADDRESS", address)
-    for args in (("status",), ("status", "--json"), ("restart", "teacher")):
-        result = subprocess.run(
-            [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=120
+    # The three run side by side: each spends most of its time starting Python and waiting on Ray.
+    commands = [("status",), ("status", "--json"), ("restart", "teacher")]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-m", "services.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
-        assert result.returncode == 2 and result.stdout == ""
-        assert result.stderr.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)")
-        assert len(result.stderr.strip().splitlines()) == 1
+        for args in commands
+    ]
+    for args, process in zip(commands, running, strict=True):
+        stdout, stderr = process.communicate(timeout=120)
+        assert (process.returncode, stdout) == (2, ""), (args, stderr)
+        assert stderr.startswith(f"error: no Ray cluster answers at {address} (RAY_ADDRESS)"), (args, stderr)
+        assert len(stderr.strip().splitlines()) == 1, (args, stderr)

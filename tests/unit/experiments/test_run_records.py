@@ -1,0 +1,75 @@
+"""Keeping complete runs as records and bringing them back into another comparison directory."""
+
+import json
+
+import pytest
+from comparison_logs import eval_record, step_metrics
+
+from services.errors import ConflictError, InputError
+from services.experiments.compare_dir import load_run, run_path, settings_json
+from services.experiments.compare_plan import plan_runs
+from services.experiments.run_records import RECORD_FILES, restore_records, save_records
+from services.run_dir import SECRET_FIELDS
+
+
+def _materialise(settings, steps_done):
+    """Leave a run dir as `turnopd compare` would: config.json, ``steps_done`` steps, a checkpoint dir."""
+    path = settings.run.run_dir
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(settings_json(settings, SECRET_FIELDS)))
+    (path / "metrics.jsonl").write_text(
+        "".join(step_metrics(k, 2.0).model_dump_json() + "\n" for k in range(1, steps_done + 1))
+    )
+    (path / "eval.jsonl").write_text(
+        "".join(eval_record(k, 2.0 * k, 0.1 * k).model_dump_json() + "\n" for k in range(steps_done + 1))
+    )
+    (path / "controller.jsonl").write_text('{"step": 1}\n')
+    (path / "ray_train").mkdir()
+    (path / "ray_train" / "checkpoint.bin").write_bytes(b"\0" * 64)
+
+
+def test_complete_runs_are_recorded_and_restored_into_another_directory(tmp_path):
+    first = plan_runs(None, ["turnopd", "vanilla"], 1, 3, tmp_path / "here")
+    _materialise(first[0].settings, 3)  # complete
+    _materialise(first[1].settings, 2)  # partial: not recorded
+    records = tmp_path / "records"
+    saved = save_records(first, records)
+    assert [(r.method, r.seed) for r in saved] == [("turnopd", 0)]
+    kept = run_path(records, "turnopd", 0)
+    assert sorted(p.name for p in kept.iterdir()) == sorted(RECORD_FILES)  # no checkpoint
+    assert not run_path(records, "vanilla", 0).exists()
+
+    elsewhere = tmp_path / "there"
+    planned = plan_runs(None, ["turnopd", "vanilla"], 1, 3, elsewhere)
+    restored = restore_records(planned, records)
+    assert [(r.method, r.seed) for r in restored] == [("turnopd", 0)]
+    again = plan_runs(None, ["turnopd", "vanilla"], 1, 3, elsewhere)  # its config matches the plan
+    assert [p.state for p in again] == ["complete", "new"]
+    config = json.loads((again[0].path / "config.json").read_text())
+    assert config["run"]["run_dir"] == str(again[0].path)
+    assert config["run"]["run_id"] == "there-turnopd-seed0"
+    run = load_run(again[0].path)
+    assert [m.step for m in run.metrics] == [1, 2, 3]
+    assert [e.avg_at_n for e in run.evals] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert restore_records(again, records) == []  # nothing new to restore
+
+
+def test_a_partial_record_or_one_with_other_settings_is_refused(tmp_path):
+    planned = plan_runs(None, ["vanilla"], 1, 3, tmp_path / "here")
+    _materialise(planned[0].settings, 3)
+    records = tmp_path / "records"
+    save_records(planned, records)
+
+    longer = plan_runs(None, ["vanilla"], 1, 4, tmp_path / "longer")
+    with pytest.raises(InputError, match="not a complete 4-step run"):
+        restore_records(longer, records)
+
+    other = tmp_path / "other.toml"
+    other.write_text("[optim]\nlr = 0.5\n")
+    planned = plan_runs(other, ["vanilla"], 1, 3, tmp_path / "other")
+    with pytest.raises(ConflictError, match=r"other settings \(optim.lr differ\)"):
+        restore_records(planned, records)
+    assert not (tmp_path / "other").exists()  # refused before anything was copied
+
+    with pytest.raises(InputError, match="records directory not found"):
+        restore_records(planned, tmp_path / "absent")
