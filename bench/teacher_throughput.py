@@ -26,7 +26,6 @@ import ray
 import torch
 from ray import serve
 
-from services.contracts.completions import CompletionResponse
 from services.orchestrator.teacher_scores import TeacherClient
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
@@ -144,10 +143,9 @@ def bytes_per_scored_token(url: str, rows: list[ScoreRow], top_k: int) -> tuple[
     body = completion_request(rows, top_k, "teacher").model_dump_json(exclude_none=True)
     answer = httpx.post(f"{url}/v1/completions", content=body, headers={"content-type": "application/json"})
     answer.raise_for_status()
-    completion = CompletionResponse.model_validate_json(answer.content)
     scored = sum(len(r.positions_P) for r in rows)
     answered = sum(r.length - 1 for r in rows)
-    packed = pack_scores(scores_from_completion(completion, rows, top_k), top_k)
+    packed = pack_scores(scores_from_completion(answer.content, rows, top_k), top_k)
     packed_bytes = (
         len(packed.top_ids) + len(packed.top_logprobs) + len(packed.token_logprob) + len(packed.entropy)
     )

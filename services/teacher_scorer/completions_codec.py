@@ -10,19 +10,16 @@ treating the mass outside the top-K as one bucket, as the loss's tail bucket doe
 tight when the tail is small or flat-free.
 """
 
-import math
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pydantic_core
 
 from services.contracts.completions import (
-    CompletionChoice,
     CompletionRequest,
-    CompletionResponse,
-    CompletionUsage,
-    PositionLogprobs,
 )
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
 from services.errors import InputError, TurnOPDError
@@ -46,63 +43,102 @@ def completion_request(rows: Sequence[ScoreRow], top_k: int, model: str | None) 
     )
 
 
-def scores_from_completion(
-    response: CompletionResponse, rows: Sequence[ScoreRow], top_k: int
-) -> list[RowScores]:
-    """Our top-K rows from the endpoint's answer to ``completion_request(rows, top_k, ...)``."""
-    choices = sorted(response.choices, key=lambda c: c.index)
-    if [c.index for c in choices] != list(range(len(rows))):
+def scores_from_completion(body: bytes | str, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores]:
+    """Our top-K rows from the endpoint's JSON answer to ``completion_request(rows, top_k, ...)``.
+
+    Only the envelope and the positions the rows score are checked and converted: the answer holds
+    K+1 entries at every position of every prompt, and most are never read (validating all of them
+    as ``CompletionResponse`` cost more than the rest of the conversion; ``bench/teacher_throughput.py``).
+    """
+    try:
+        answer = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError as exc:
+        raise EndpointAnswerError(f"the endpoint's answer is not JSON ({exc})") from None
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise EndpointAnswerError("the endpoint's answer has no list of choices (objects)")
+    indices = [c.get("index") for c in choices]
+    if sorted(indices, key=_sort_key) != list(range(len(rows))):
         raise EndpointAnswerError(
-            f"the endpoint answered choices {[c.index for c in choices][:10]} for {len(rows)} prompts"
+            f"the endpoint answered choices {sorted(indices, key=_sort_key)[:10]} for {len(rows)} prompts"
         )
-    return [_row_scores(choice, row, top_k) for choice, row in zip(choices, rows, strict=True)]
+    by_index = sorted(choices, key=lambda c: c["index"])
+    return [_row_scores(choice, row, top_k) for choice, row in zip(by_index, rows, strict=True)]
 
 
-def _row_scores(choice: CompletionChoice, row: ScoreRow, top_k: int) -> RowScores:
+def _sort_key(index: object) -> tuple[int, str]:
+    return (index, "") if type(index) is int else (-1, repr(index))
+
+
+def _row_scores(choice: dict[str, Any], row: ScoreRow, top_k: int) -> RowScores:
+    index = choice["index"]
     token_ids = row.token_ids_T.tolist()
-    if choice.prompt_token_ids is not None and choice.prompt_token_ids != token_ids:
+    sent_back = choice.get("prompt_token_ids")
+    if sent_back is not None and sent_back != token_ids:
+        where = first_difference(sent_back, token_ids) if isinstance(sent_back, list) else "the start"
         raise EndpointAnswerError(
-            f"prompt {choice.index}: the endpoint scored other tokens than were sent "
-            f"(first difference at {first_difference(choice.prompt_token_ids, token_ids)}); it must "
-            "take token ids as they are, with the student's tokenizer"
+            f"prompt {index}: the endpoint scored other tokens than were sent (first difference at "
+            f"{where}); it must take token ids as they are, with the student's tokenizer"
         )
-    if choice.prompt_logprobs is None or len(choice.prompt_logprobs) != len(token_ids):
-        got = None if choice.prompt_logprobs is None else len(choice.prompt_logprobs)
+    positions = choice.get("prompt_logprobs")
+    if not isinstance(positions, list) or len(positions) != len(token_ids):
+        got = len(positions) if isinstance(positions, list) else None
         raise EndpointAnswerError(
-            f"prompt {choice.index}: {got} prompt_logprobs entries for {len(token_ids)} tokens "
+            f"prompt {index}: {got} prompt_logprobs entries for {len(token_ids)} tokens "
             "(was prompt_logprobs sent, and does the server support it?)"
         )
     n = len(row.positions_P)
     top_ids = np.empty((n, top_k), dtype=np.int64)
     top_lps = np.empty((n, top_k), dtype=np.float32)
     token_lp = np.empty(n, dtype=np.float32)
-    entropy = np.empty(n, dtype=np.float32)
     for i, p in enumerate(row.positions_P.tolist()):
-        entries = choice.prompt_logprobs[p]
-        where = f"prompt {choice.index}, position {p}"
-        if entries is None:
-            raise EndpointAnswerError(f"{where}: no prompt log-probs")
-        ranked = sorted(entries.items(), key=lambda kv: (-kv[1]["logprob"], kv[0]))[:top_k]
+        where = f"prompt {index}, position {p}"
+        logprob_of = _position_logprobs(positions[p], where)
+        ranked = sorted(logprob_of.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
         if len(ranked) < top_k:
-            raise EndpointAnswerError(f"{where}: {len(entries)} log-probs, fewer than top_k = {top_k}")
-        actual = entries.get(token_ids[p])
+            raise EndpointAnswerError(f"{where}: {len(logprob_of)} log-probs, fewer than top_k = {top_k}")
+        actual = logprob_of.get(token_ids[p])
         if actual is None:
             raise EndpointAnswerError(
                 f"{where}: the log-prob of the token there ({token_ids[p]}) is missing from the answer"
             )
         top_ids[i] = [token for token, _ in ranked]
-        top_lps[i] = [entry["logprob"] for _, entry in ranked]
-        token_lp[i] = actual["logprob"]
-        entropy[i] = topk_tail_entropy(top_lps[i])
-    return RowScores(top_ids, top_lps, token_lp, entropy)
+        top_lps[i] = [lp for _, lp in ranked]
+        token_lp[i] = actual
+    if not (np.isfinite(top_lps).all() and np.isfinite(token_lp).all()):
+        raise EndpointAnswerError(f"prompt {index}: a log-prob that is not finite")
+    return RowScores(top_ids, top_lps, token_lp, topk_tail_entropies(top_lps).astype(np.float32))
+
+
+def _position_logprobs(entries: object, where: str) -> dict[int, float]:
+    """One position's ``{token id: log-prob}`` (ids come as JSON object keys, so as text)."""
+    if entries is None:
+        raise EndpointAnswerError(f"{where}: no prompt log-probs")
+    try:
+        logprob_of = {int(token): entry["logprob"] for token, entry in entries.items()}  # type: ignore[attr-defined]
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise EndpointAnswerError(
+            f"{where}: not a map of token ids to {{'logprob': ...}} ({type(exc).__name__}: {exc})"
+        ) from None
+    if not all(type(lp) is float or type(lp) is int for lp in logprob_of.values()):
+        raise EndpointAnswerError(f"{where}: a log-prob that is not a number")
+    return logprob_of
 
 
 def topk_tail_entropy(top_logprobs_K: np.ndarray) -> float:
     """Entropy (nats) of the top-K plus one bucket holding the rest of the mass."""
-    lp = top_logprobs_K.astype(np.float64)
-    head = float(-(np.exp(lp) * lp).sum())
-    tail = 1.0 - float(np.exp(lp).sum())
-    return head - tail * math.log(tail) if tail > 0.0 else head
+    return float(topk_tail_entropies(np.asarray(top_logprobs_K)[None])[0])
+
+
+def topk_tail_entropies(top_logprobs_P_K: np.ndarray) -> np.ndarray:
+    """``topk_tail_entropy`` of every row at once (float64)."""
+    lp = top_logprobs_P_K.astype(np.float64)
+    p = np.exp(lp)
+    head = -(p * lp).sum(-1)
+    tail = 1.0 - p.sum(-1)
+    has_tail = tail > 0.0
+    safe = np.where(has_tail, tail, 1.0)
+    return np.where(has_tail, head - safe * np.log(safe), head)
 
 
 def score_request_from_completion(prompts: list[list[int]], top_k: int) -> ScoreRequest:
@@ -120,38 +156,41 @@ def score_request_from_completion(prompts: list[list[int]], top_k: int) -> Score
     )
 
 
-def completion_from_scores(prompts: list[list[int]], scores: ScoreResponse, model: str) -> CompletionResponse:
-    """The OpenAI-compatible answer for ``prompts`` from our scores of every position of each.
+def completion_json(prompts: list[list[int]], scores: ScoreResponse, model: str) -> bytes:
+    """The OpenAI-compatible answer (``CompletionResponse`` as JSON) for ``prompts`` from our scores
+    of every position of each.
 
-    Each position holds the top-K (ranks 1..K) and the token there; that token's rank is left
-    None when it falls outside the top-K (our engines do not count it)."""
+    Each position holds the top-K (ranks 1..K) and the token there; that token's rank is null when it
+    falls outside the top-K (our engines do not count it). Built as plain JSON values from scores our
+    own contracts validated: building and dumping K+1 entries per position through the models again
+    cost as much as the rest of the answer (bench/teacher_throughput.py)."""
     choices = []
     for index, (prompt, seq) in enumerate(zip(prompts, scores.results, strict=True)):
-        positions: list[PositionLogprobs | None] = [None]
+        positions: list[dict[int, dict[str, float | int | None]] | None] = [None]
         for p, ids, lps, token_lp in zip(
             seq.positions, seq.top_ids, seq.top_logprobs, seq.token_logprob, strict=True
         ):
-            entries: PositionLogprobs = {
+            entries: dict[int, dict[str, float | int | None]] = {
                 t: {"logprob": lp, "rank": j} for j, (t, lp) in enumerate(zip(ids, lps, strict=True), 1)
             }
             entries.setdefault(prompt[p], {"logprob": token_lp, "rank": None})
             positions.append(entries)
-        # Built from scores our own contracts validated: validating K+1 entries per position again
-        # would cost as much as building them.
         choices.append(
-            CompletionChoice.model_construct(
-                index=index,
-                text="",
-                finish_reason="length",
-                prompt_logprobs=positions,
-                prompt_token_ids=prompt,
-            )
+            {
+                "index": index,
+                "text": "",
+                "finish_reason": "length",
+                "prompt_logprobs": positions,
+                "prompt_token_ids": prompt,
+            }
         )
     tokens = sum(len(p) for p in prompts)
-    return CompletionResponse(
-        id=f"cmpl-{uuid.uuid4().hex}",
-        created=int(time.time()),
-        model=model,
-        choices=choices,
-        usage=CompletionUsage(prompt_tokens=tokens, completion_tokens=0, total_tokens=tokens),
-    )
+    answer = {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens},
+    }
+    return pydantic_core.to_json(answer)

@@ -94,7 +94,7 @@ class EndpointTeacherClient:
         k = top_k or self._default_top_k
         body = completion_request(rows, k, self.model).model_dump_json(exclude_none=True)
         response = await self._post(body)
-        return scores_from_completion(CompletionResponse.model_validate_json(response.content), rows, k)
+        return scores_from_completion(response.content, rows, k)
 
     async def check_top_k(self, top_k: int) -> None:
         """Start-up probe: TopKAboveCapError naming both numbers when the endpoint caps K below ``top_k``."""

@@ -26,7 +26,7 @@ from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
-from services.teacher_scorer.completions_codec import completion_from_scores, score_request_from_completion
+from services.teacher_scorer.completions_codec import completion_json, score_request_from_completion
 from services.teacher_scorer.engine import EngineBrokenError
 
 
@@ -99,8 +99,8 @@ async def completions(body: CompletionRequest, backend: Backend) -> Response:
     empty)."""
     prompts = [backend.tokenize(body.prompt)] if isinstance(body.prompt, str) else body.prompts
     scores = await backend.score(score_request_from_completion(prompts, body.prompt_logprobs))
-    answer = completion_from_scores(prompts, scores, body.model or "teacher")
-    return Response(content=answer.model_dump_json(), media_type="application/json")
+    answer = completion_json(prompts, scores, body.model or "teacher")
+    return Response(content=answer, media_type="application/json")
 
 
 @router.get(

@@ -10,7 +10,7 @@ from services.contracts.teacher import ScoreResponse
 from services.teacher_scorer.codec import response_from_scores, rows_from_request
 from services.teacher_scorer.completions_codec import (
     EndpointAnswerError,
-    completion_from_scores,
+    completion_json,
     completion_request,
     score_request_from_completion,
     scores_from_completion,
@@ -28,8 +28,9 @@ def _entries(pairs):
 
 
 def _answer(prompt_logprobs, prompt_token_ids=None, index=0):
+    """The JSON answer of a server (what the client reads)."""
     choice = CompletionChoice(index=index, prompt_logprobs=prompt_logprobs, prompt_token_ids=prompt_token_ids)
-    return CompletionResponse(model="teacher", choices=[choice])
+    return CompletionResponse(model="teacher", choices=[choice]).model_dump_json()
 
 
 # Prompt [5, 7, 9]: position 1 has 3 top entries (7 among them), position 2 has 3 (9 outside, rank 6).
@@ -99,7 +100,8 @@ def test_topk_tail_entropy_is_exact_when_the_top_k_holds_all_mass():
 
 
 def test_our_scores_out_and_back_in_are_the_same_rows():
-    """completion_from_scores then scores_from_completion gives back our top-K exactly."""
+    """completion_json then scores_from_completion gives back our top-K exactly, and the answer is a
+    CompletionResponse."""
     rng = np.random.default_rng(0)
     rows = [_row(rng.integers(0, 50, size=n).tolist(), list(range(1, n))) for n in (4, 6)]
     k = 3
@@ -113,9 +115,10 @@ def test_our_scores_out_and_back_in_are_the_same_rows():
     scored = score_request_from_completion(request.prompts, request.prompt_logprobs)
     assert [s.positions for s in scored.sequences] == [list(range(1, 4)), list(range(1, 6))]
     response: ScoreResponse = response_from_scores(rows_from_request(scored), ours)
-    answer = CompletionResponse.model_validate_json(
-        completion_from_scores(request.prompts, response, "teacher").model_dump_json()
-    )
+    answer = completion_json(request.prompts, response, "teacher")
+    parsed = CompletionResponse.model_validate_json(answer)
+    assert [c.prompt_token_ids for c in parsed.choices] == request.prompts
+    assert parsed.usage is not None and parsed.usage.prompt_tokens == 10
     back = scores_from_completion(answer, rows, k)
     for row, mine, theirs in zip(rows, ours, back, strict=True):
         np.testing.assert_array_equal(theirs.top_ids_P_K, mine.top_ids_P_K)
@@ -130,3 +133,39 @@ def test_our_scores_out_and_back_in_are_the_same_rows():
         ):
             want = lps_K[list(ids_K).index(token)] if token in ids_K else -7.0
             assert token_lp == want
+
+
+def test_a_malformed_answer_is_an_error_naming_what_and_where():
+    row = [_row([5, 7, 9], [1])]
+    with pytest.raises(EndpointAnswerError, match="not JSON"):
+        scores_from_completion(b"<html>502</html>", row, 2)
+    with pytest.raises(EndpointAnswerError, match="no list of choices"):
+        scores_from_completion(b'{"choices": {"0": 1}}', row, 2)
+    with pytest.raises(EndpointAnswerError, match=r"choices \['0'\] for 1 prompts"):
+        scores_from_completion(b'{"choices": [{"index": "0"}]}', row, 2)
+    bad_entry = b'{"choices": [{"index": 0, "prompt_logprobs": [null, {"7": -0.5}, null]}]}'
+    with pytest.raises(EndpointAnswerError, match=r"position 1: not a map of token ids to \{'logprob'"):
+        scores_from_completion(bad_entry, row, 2)
+    bad_id = b'{"choices": [{"index": 0, "prompt_logprobs": [null, {"seven": {"logprob": -0.5}}, null]}]}'
+    with pytest.raises(EndpointAnswerError, match="position 1: not a map of token ids"):
+        scores_from_completion(bad_id, row, 1)
+    text_lp = b'{"choices": [{"index": 0, "prompt_logprobs": [null, {"7": {"logprob": "-0.5"}}, null]}]}'
+    with pytest.raises(EndpointAnswerError, match="position 1: a log-prob that is not a number"):
+        scores_from_completion(text_lp, row, 1)
+    with pytest.raises(EndpointAnswerError, match="not JSON"):  # NaN is not JSON
+        scores_from_completion(
+            b'{"choices": [{"index": 0, "prompt_logprobs": [null, {"7": {"logprob": NaN}}, null]}]}', row, 1
+        )
+    huge = b'{"choices": [{"index": 0, "prompt_logprobs": [null, {"7": {"logprob": -1e999}}, null]}]}'
+    with pytest.raises(EndpointAnswerError, match="prompt 0: a log-prob that is not finite"):
+        scores_from_completion(huge, row, 1)
+
+
+def test_only_the_scored_positions_are_read():
+    """A position no row scores may hold anything a server sends (it is never converted)."""
+    odd = {"1": "unread"}
+    body = CompletionResponse.model_construct(
+        choices=[CompletionChoice.model_construct(index=0, prompt_logprobs=[None, odd, POSITION_2])]
+    )
+    (scores,) = scores_from_completion(body.model_dump_json(warnings=False), [_row([5, 7, 9], [2])], 2)
+    assert scores.top_ids_P_K.tolist() == [[4, 8]]

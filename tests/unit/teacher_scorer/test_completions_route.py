@@ -56,7 +56,7 @@ def test_completions_give_the_scores_of_v1_score(client, make_rows):
         ).content
     )
     for row, ours, seq in zip(
-        rows, scores_from_completion(response, rows, k), reference.results, strict=True
+        rows, scores_from_completion(answer.content, rows, k), reference.results, strict=True
     ):
         assert ours.top_ids_P_K.tolist() == seq.top_ids
         assert np.abs(ours.top_logprobs_P_K - np.asarray(seq.top_logprobs, dtype=np.float32)).max() <= 1e-6

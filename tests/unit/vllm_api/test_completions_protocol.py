@@ -62,8 +62,8 @@ def test_vllms_answer_parses_as_ours_and_converts():
         ],
         usage=usage_type(prompt_tokens=3, total_tokens=4, completion_tokens=1),
     )
-    ours = CompletionResponse.model_validate_json(theirs.model_dump_json())
-    (scores,) = scores_from_completion(ours, [ROW], 2)
+    CompletionResponse.model_validate_json(theirs.model_dump_json())  # our contract reads theirs
+    (scores,) = scores_from_completion(theirs.model_dump_json(), [ROW], 2)
     assert scores.top_ids_P_K.tolist() == [[7, 3], [4, 8]]
     np.testing.assert_array_equal(scores.token_logprob_P, [-0.5, -3.5])
 
