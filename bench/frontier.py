@@ -109,7 +109,10 @@ def main() -> None:
         )
     try:
         planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
-        if args.records is not None and restore_records(planned, args.records):
+        restored = [] if args.records is None else restore_records(planned, args.records)
+        if restored:
+            names = ", ".join(f"{r.method} seed {r.seed}" for r in restored)
+            print(f"frontier: taken from {args.records}: {names}", file=sys.stderr)
             planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
         try:
             train(args, planned)

@@ -36,13 +36,14 @@ def save_records(planned: Sequence[PlannedRun], records: Path) -> list[PlannedRu
 
 
 def restore_records(planned: Sequence[PlannedRun], records: Path) -> list[PlannedRun]:
-    """Copy into each new planned run the complete record ``records`` holds for it; the runs restored.
+    """Copy into each new planned run the complete record ``records`` holds for it (none while
+    ``records`` does not exist yet); the runs restored.
 
     The record's config keeps everything but where the run lives (``run.run_dir``, ``run.run_id``,
     set to the planned run's). A record started with other settings than the plan's, or not
     complete (it has no checkpoint to go on from), is refused before anything is copied."""
-    if not records.is_dir():
-        raise InputError(f"records directory not found: {records}")
+    if records.exists() and not records.is_dir():
+        raise InputError(f"records: {records} is not a directory")
     restored = []
     for run in planned:
         source = run_path(records, run.method, run.seed)

@@ -96,3 +96,24 @@ def test_teacher_options_are_checked(tmp_path, monkeypatch):
             monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only",
             "--teacher-success", "0.8", "--teacher-episodes", "0",
         )  # fmt: skip
+
+
+def test_records_carry_complete_runs_to_another_directory(tmp_path, monkeypatch, capsys):
+    """--records keeps each complete run's logs; on a machine without the runs, they are analysed
+    from the records alone (no training: --analyse-only would refuse a missing run)."""
+    config, out = comparison(tmp_path)
+    records = tmp_path / "records"
+    common = ["--config", str(config), "--seeds", "2", "--analyse-only", "--teacher-success", "0.8"]
+    run_bench(monkeypatch, *common, "--out", str(out), "--records", str(records))
+    assert sorted(p.parent.name + "/" + p.name for p in records.glob("*/seed*")) == [
+        "turnopd/seed0", "turnopd/seed1", "vanilla/seed0", "vanilla/seed1",
+    ]  # fmt: skip
+    assert "4 complete runs recorded" in capsys.readouterr().err
+    elsewhere = tmp_path / "elsewhere"
+    run_bench(monkeypatch, *common, "--out", str(elsewhere), "--records", str(records))
+    assert (
+        "taken from" in capsys.readouterr().err and (elsewhere / "vanilla" / "seed1" / "eval.jsonl").is_file()
+    )
+    assert json.loads((elsewhere / "frontier.json").read_text()) == json.loads(
+        (out / "frontier.json").read_text()
+    )

@@ -71,5 +71,6 @@ def test_a_partial_record_or_one_with_other_settings_is_refused(tmp_path):
         restore_records(planned, records)
     assert not (tmp_path / "other").exists()  # refused before anything was copied
 
-    with pytest.raises(InputError, match="records directory not found"):
-        restore_records(planned, tmp_path / "absent")
+    assert restore_records(planned, tmp_path / "absent") == []  # nothing recorded yet
+    with pytest.raises(InputError, match="is not a directory"):
+        restore_records(planned, tmp_path / "other.toml")
