@@ -1,11 +1,14 @@
 """Hand-made run logs for the comparison and report tests: metrics, evaluations, turn statistics."""
 
+import json
 from pathlib import Path
 
 from services.contracts.controller import StepDecision
 from services.contracts.orchestrator import EvalRecord, SourceStepMetrics, StepMetrics, StepTimes
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
+from services.experiments.compare_dir import settings_json
 from services.experiments.protocols import RunLogs
+from services.run_dir import SECRET_FIELDS
 from services.settings import TurnOPDSettings
 
 
@@ -97,3 +100,16 @@ def write_run(root: Path, logs: RunLogs) -> Path:
     )
     (root / "controller.jsonl").write_text("".join(decision(k).model_dump_json() + "\n" for k in steps))
     return root
+
+
+def materialise_run(settings: TurnOPDSettings, steps_done: int) -> Path:
+    """Leave a run dir as `turnopd compare` would: its config.json, ``steps_done`` steps of metrics
+    and the evaluation after the last of them (Avg@n 0.5)."""
+    path = settings.run.run_dir
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(settings_json(settings, SECRET_FIELDS)))
+    (path / "metrics.jsonl").write_text(
+        "".join(step_metrics(k, 1.0).model_dump_json() + "\n" for k in range(1, steps_done + 1))
+    )
+    (path / "eval.jsonl").write_text(eval_record(steps_done, float(steps_done), 0.5).model_dump_json() + "\n")
+    return path

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from comparison_logs import eval_record, run_logs, step_metrics, write_run
+from comparison_logs import eval_record, materialise_run, run_logs, write_run
 
 from services.errors import ConflictError, InputError
 from services.experiments.compare_dir import (
@@ -12,10 +12,8 @@ from services.experiments.compare_dir import (
     run_dirs_under,
     run_path,
     run_state,
-    settings_json,
 )
 from services.experiments.compare_plan import parse_methods, plan_runs, run_settings
-from services.run_dir import SECRET_FIELDS
 
 
 def test_parse_methods_keeps_order_and_rejects_bad_names():
@@ -51,17 +49,6 @@ def test_run_state_new_partial_complete(tmp_path):
     )
 
 
-def _materialise(settings, steps_done):
-    """Leave a run dir as `turnopd compare` would: its config.json and ``steps_done`` steps of logs."""
-    path = settings.run.run_dir
-    path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps(settings_json(settings, SECRET_FIELDS)))
-    (path / "metrics.jsonl").write_text(
-        "".join(step_metrics(k, 1.0).model_dump_json() + "\n" for k in range(1, steps_done + 1))
-    )
-    (path / "eval.jsonl").write_text(eval_record(steps_done, float(steps_done), 0.5).model_dump_json() + "\n")
-
-
 def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_configs(tmp_path):
     out = tmp_path / "cmp"
     first = plan_runs(None, ["turnopd", "vanilla"], 2, 3, out)
@@ -75,8 +62,8 @@ def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_config
     assert vanilla_1.run.run_dir == run_path(out.resolve(), "vanilla", 1)
     assert vanilla_1.run.run_id == "cmp-vanilla-seed1" and vanilla_1.run.method == "vanilla"
     assert vanilla_1.optim.steps == 3 and vanilla_1.run.seed == 1
-    _materialise(first[0].settings, 3)
-    _materialise(first[1].settings, 2)
+    materialise_run(first[0].settings, 3)
+    materialise_run(first[1].settings, 2)
     again = plan_runs(None, ["turnopd", "vanilla"], 2, 3, out)
     assert [p.state for p in again] == ["complete", "partial", "new", "new"]
     with pytest.raises(ConflictError, match=r"seed0 was started with a different config \(optim.steps"):
@@ -88,7 +75,7 @@ def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_config
 def test_keys_added_to_the_settings_since_a_run_started_count_as_their_defaults(tmp_path):
     out, config = tmp_path / "cmp", tmp_path / "c.toml"
     (planned,) = plan_runs(None, ["vanilla"], 1, 3, out)
-    _materialise(planned.settings, 2)
+    materialise_run(planned.settings, 2)
     saved = planned.settings.run.run_dir / "config.json"
     older = json.loads(saved.read_text())
     del older["learner"]["checkpoint_every"], older["eval"]

@@ -3,26 +3,17 @@
 import json
 
 import pytest
-from comparison_logs import eval_record, step_metrics
+from comparison_logs import materialise_run
 
 from services.errors import ConflictError, InputError
-from services.experiments.compare_dir import load_run, run_path, settings_json
+from services.experiments.compare_dir import load_run, run_path
 from services.experiments.compare_plan import plan_runs
 from services.experiments.run_records import RECORD_FILES, restore_records, save_records
-from services.run_dir import SECRET_FIELDS
 
 
 def _materialise(settings, steps_done):
-    """Leave a run dir as `turnopd compare` would: config.json, ``steps_done`` steps, a checkpoint dir."""
-    path = settings.run.run_dir
-    path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps(settings_json(settings, SECRET_FIELDS)))
-    (path / "metrics.jsonl").write_text(
-        "".join(step_metrics(k, 2.0).model_dump_json() + "\n" for k in range(1, steps_done + 1))
-    )
-    (path / "eval.jsonl").write_text(
-        "".join(eval_record(k, 2.0 * k, 0.1 * k).model_dump_json() + "\n" for k in range(steps_done + 1))
-    )
+    """A compare run dir (``materialise_run``) with the controller's log and a checkpoint beside it."""
+    path = materialise_run(settings, steps_done)
     (path / "controller.jsonl").write_text('{"step": 1}\n')
     (path / "ray_train").mkdir()
     (path / "ray_train" / "checkpoint.bin").write_bytes(b"\0" * 64)
@@ -50,7 +41,7 @@ def test_complete_runs_are_recorded_and_restored_into_another_directory(tmp_path
     assert config["run"]["run_id"] == "there-turnopd-seed0"
     run = load_run(again[0].path)
     assert [m.step for m in run.metrics] == [1, 2, 3]
-    assert [e.avg_at_n for e in run.evals] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert [(e.step, e.avg_at_n) for e in run.evals] == [(3, 0.5)]
     assert restore_records(again, records) == []  # nothing new to restore
 
 
