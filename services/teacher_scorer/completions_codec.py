@@ -18,9 +18,7 @@ from typing import Any
 import numpy as np
 import pydantic_core
 
-from services.contracts.completions import (
-    CompletionRequest,
-)
+from services.contracts.completions import CompletionRequest
 from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
 from services.errors import InputError, TurnOPDError
 from services.teacher_scorer.engine import RowScores, ScoreRow
@@ -58,16 +56,10 @@ def scores_from_completion(body: bytes | str, rows: Sequence[ScoreRow], top_k: i
     if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise EndpointAnswerError("the endpoint's answer has no list of choices (objects)")
     indices = [c.get("index") for c in choices]
-    if sorted(indices, key=_sort_key) != list(range(len(rows))):
-        raise EndpointAnswerError(
-            f"the endpoint answered choices {sorted(indices, key=_sort_key)[:10]} for {len(rows)} prompts"
-        )
+    if not all(type(i) is int for i in indices) or sorted(indices) != list(range(len(rows))):
+        raise EndpointAnswerError(f"the endpoint answered choices {indices[:10]} for {len(rows)} prompts")
     by_index = sorted(choices, key=lambda c: c["index"])
     return [_row_scores(choice, row, top_k) for choice, row in zip(by_index, rows, strict=True)]
-
-
-def _sort_key(index: object) -> tuple[int, str]:
-    return (index, "") if type(index) is int else (-1, repr(index))
 
 
 def _row_scores(choice: dict[str, Any], row: ScoreRow, top_k: int) -> RowScores:
