@@ -95,6 +95,18 @@ def train(args: argparse.Namespace, planned: list[PlannedRun]) -> None:
     compare(out=args.out, config=args.config, methods=METHODS, seeds=args.seeds, steps=args.steps)
 
 
+def keep_records(planned: list[PlannedRun], records: Path) -> str | None:
+    """Record the complete runs (``save_records``); what stopped that, if anything (the analysis
+    still runs, and a training error still propagates)."""
+    try:
+        kept = save_records(planned, records)
+    except TurnOPDError as exc:
+        print(f"frontier: records not saved: {exc}", file=sys.stderr)
+        return str(exc)
+    print(f"frontier: {len(kept)} complete runs recorded in {records}", file=sys.stderr)
+    return None
+
+
 def main() -> None:
     args = parse_args()
     if args.teacher_episodes is not None and args.teacher_success is None:
@@ -114,12 +126,12 @@ def main() -> None:
             names = ", ".join(f"{r.method} seed {r.seed}" for r in restored)
             print(f"frontier: taken from {args.records}: {names}", file=sys.stderr)
             planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
+        records_error = None
         try:
             train(args, planned)
         finally:
             if args.records is not None:
-                kept = save_records(planned, args.records)
-                print(f"frontier: {len(kept)} complete runs recorded in {args.records}", file=sys.stderr)
+                records_error = keep_records(planned, args.records)
         summary = write_summary(planned, args.out, args.config)
         runs = [load_run(r.path) for r in planned]
         threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
@@ -145,6 +157,8 @@ def main() -> None:
     write_atomic(args.out / "frontier.json", json.dumps(frontier_json(report), indent=2) + "\n")
     print(page)
     print(f"written: {figure}, {args.out / 'frontier.md'}, {args.out / 'frontier.json'}", file=sys.stderr)
+    if records_error is not None:
+        sys.exit(f"frontier: the analysis is written, but the records were not saved: {records_error}")
 
 
 if __name__ == "__main__":

@@ -85,10 +85,11 @@ def _row_scores(choice: dict[str, Any], row: ScoreRow, top_k: int) -> RowScores:
     token_lp = np.empty(n, dtype=np.float32)
     for i, p in enumerate(row.positions_P.tolist()):
         where = f"prompt {index}, position {p}"
-        logprob_of = _position_logprobs(positions[p], where)
-        ranked = sorted(logprob_of.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+        logprob_of, below_k = _position_logprobs(positions[p], where, top_k)
+        eligible = [kv for kv in logprob_of.items() if kv[0] not in below_k]
+        ranked = sorted(eligible, key=lambda kv: (-kv[1], kv[0]))[:top_k]
         if len(ranked) < top_k:
-            raise EndpointAnswerError(f"{where}: {len(logprob_of)} log-probs, fewer than top_k = {top_k}")
+            raise EndpointAnswerError(f"{where}: {len(eligible)} log-probs, fewer than top_k = {top_k}")
         actual = logprob_of.get(token_ids[p])
         if actual is None:
             raise EndpointAnswerError(
@@ -102,19 +103,30 @@ def _row_scores(choice: dict[str, Any], row: ScoreRow, top_k: int) -> RowScores:
     return RowScores(top_ids, top_lps, token_lp, topk_tail_entropies(top_lps).astype(np.float32))
 
 
-def _position_logprobs(entries: object, where: str) -> dict[int, float]:
-    """One position's ``{token id: log-prob}`` (ids come as JSON object keys, so as text)."""
+def _position_logprobs(entries: object, where: str, top_k: int) -> tuple[dict[int, float], set[int]]:
+    """One position's ``{token id: log-prob}`` (ids come as JSON object keys, so as text), and the ids
+    whose answered rank is below the top ``top_k`` (the token there can be one: it is answered
+    whatever its rank, and must not fill a top-K place the server did not answer)."""
     if entries is None:
         raise EndpointAnswerError(f"{where}: no prompt log-probs")
+    logprob_of: dict[int, float] = {}
+    below_k: set[int] = set()
     try:
-        logprob_of = {int(token): entry["logprob"] for token, entry in entries.items()}  # type: ignore[attr-defined]
+        for token, entry in entries.items():  # type: ignore[attr-defined]
+            token_id = int(token)
+            logprob_of[token_id] = entry["logprob"]
+            rank = entry.get("rank")
+            if type(rank) is int and rank > top_k:
+                below_k.add(token_id)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise EndpointAnswerError(
             f"{where}: not a map of token ids to {{'logprob': ...}} ({type(exc).__name__}: {exc})"
         ) from None
     if not all(type(lp) is float or type(lp) is int for lp in logprob_of.values()):
         raise EndpointAnswerError(f"{where}: a log-prob that is not a number")
-    return logprob_of
+    if min(logprob_of, default=0) < 0:
+        raise EndpointAnswerError(f"{where}: a negative token id ({min(logprob_of)})")
+    return logprob_of, below_k
 
 
 def topk_tail_entropy(top_logprobs_K: np.ndarray) -> float:

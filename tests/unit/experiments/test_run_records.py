@@ -1,6 +1,7 @@
 """Keeping complete runs as records and bringing them back into another comparison directory."""
 
 import json
+import shutil
 
 import pytest
 from comparison_logs import materialise_run
@@ -65,3 +66,54 @@ def test_a_partial_record_or_one_with_other_settings_is_refused(tmp_path):
     assert restore_records(planned, tmp_path / "absent") == []  # nothing recorded yet
     with pytest.raises(InputError, match="is not a directory"):
         restore_records(planned, tmp_path / "other.toml")
+
+
+def test_a_record_already_there_is_never_replaced(tmp_path):
+    """Saving again leaves a record of the same run as it is; a record of other settings, or of
+    another run with the same settings, stops the save with what differs, the record untouched."""
+    planned = plan_runs(None, ["vanilla"], 1, 3, tmp_path / "here")
+    _materialise(planned[0].settings, 3)
+    records = tmp_path / "records"
+    kept = run_path(records, "vanilla", 0)
+    assert save_records(planned, records) == planned
+    before = {p.name: p.read_bytes() for p in kept.iterdir()}
+    assert save_records(planned, records) == planned  # the same run: nothing rewritten
+    assert {p.name: p.read_bytes() for p in kept.iterdir()} == before
+
+    other = tmp_path / "other.toml"
+    other.write_text("[optim]\nlr = 0.5\n")
+    changed = plan_runs(other, ["vanilla"], 1, 3, tmp_path / "lr")
+    _materialise(changed[0].settings, 3)
+    with pytest.raises(ConflictError, match=r"other settings \(optim.lr differ\).*not replaced"):
+        save_records(changed, records)
+
+    rerun = plan_runs(None, ["vanilla"], 1, 3, tmp_path / "rerun")
+    _materialise(rerun[0].settings, 3)
+    (rerun[0].path / "eval.jsonl").write_text(
+        (rerun[0].path / "eval.jsonl").read_text().replace("0.5", "0.25")
+    )
+    with pytest.raises(ConflictError, match=r"another run of the same settings \(eval.jsonl differ"):
+        save_records(rerun, records)
+    assert {p.name: p.read_bytes() for p in kept.iterdir()} == before
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["seed0"]  # no partial folder left
+
+
+def test_records_that_cannot_be_read_are_named_and_nothing_is_restored(tmp_path):
+    planned = plan_runs(None, ["turnopd", "vanilla"], 1, 3, tmp_path / "here")
+    for run in planned:
+        _materialise(run.settings, 3)
+    records = tmp_path / "records"
+    save_records(planned, records)
+
+    # the second record is refused: the first is not copied either
+    cut = run_path(records, "vanilla", 0) / "metrics.jsonl"
+    cut.write_text(cut.read_text()[:-20])
+    elsewhere = plan_runs(None, ["turnopd", "vanilla"], 1, 3, tmp_path / "there")
+    with pytest.raises(InputError, match=r"records: .*vanilla/seed0 cannot be read \(JSONDecodeError"):
+        restore_records(elsewhere, records)
+    assert not (tmp_path / "there").exists()
+
+    shutil.rmtree(run_path(records, "vanilla", 0))
+    run_path(records, "vanilla", 0).write_text("not a record")
+    with pytest.raises(InputError, match=r"records: .*vanilla/seed0 is not a directory"):
+        save_records(planned, records)

@@ -169,3 +169,32 @@ def test_only_the_scored_positions_are_read():
     )
     (scores,) = scores_from_completion(body.model_dump_json(warnings=False), [_row([5, 7, 9], [2])], 2)
     assert scores.top_ids_P_K.tolist() == [[4, 8]]
+
+
+def test_a_token_ranked_below_top_k_never_fills_a_top_k_place():
+    """Position 2 answers its top 3 and the token there (9, rank 6): at K = 4 the fourth place is
+    unknown, not token 9's; with our app's null rank the token there stays eligible."""
+    answer = _answer([None, POSITION_1, POSITION_2])
+    with pytest.raises(EndpointAnswerError, match="position 2: 3 log-probs, fewer than top_k = 4"):
+        scores_from_completion(answer, [_row([5, 7, 9], [2])], 4)
+    unranked = _entries([(4, -0.25, 1), (8, -2.0, 2), (1, -3.0, 3), (9, -3.5, None)])
+    (scores,) = scores_from_completion(_answer([None, POSITION_1, unranked]), [_row([5, 7, 9], [2])], 4)
+    assert scores.top_ids_P_K.tolist() == [[4, 8, 1, 9]]
+
+
+def test_a_negative_token_id_is_an_error_naming_it():
+    answer = _answer([None, POSITION_1, POSITION_2]).replace('"2":', '"-2":')
+    with pytest.raises(EndpointAnswerError, match=r"position 1: a negative token id \(-2\)"):
+        scores_from_completion(answer, [_row([5, 7, 9], [1])], 3)
+
+
+def test_choices_out_of_order_map_to_their_prompts():
+    rows = [_row([5, 7, 9], [2]), _row([5, 7], [1])]
+    first = CompletionChoice(index=0, prompt_logprobs=[None, POSITION_1, POSITION_2])
+    second = CompletionChoice(index=1, prompt_logprobs=[None, POSITION_1])
+    body = CompletionResponse(model="teacher", choices=[second, first]).model_dump_json()
+    got = scores_from_completion(body, rows, 3)
+    assert [s.top_ids_P_K.tolist() for s in got] == [[[4, 8, 1]], [[7, 3, 2]]]
+    duplicated = CompletionResponse(model="teacher", choices=[first, first]).model_dump_json()
+    with pytest.raises(EndpointAnswerError, match=r"choices \[0, 0\] for 2 prompts"):
+        scores_from_completion(duplicated, rows, 3)
