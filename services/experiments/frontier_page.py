@@ -12,6 +12,7 @@ from typing import Any
 from services.contracts.experiments import ComparisonSummary
 from services.errors import InputError
 from services.experiments.frontier import REACH_SHARE, MethodFrontier, reach_ratio
+from services.experiments.frontier_runs import RunRow, runs_table
 from services.experiments.tables import Table, comparison_table, duration, pct, pct_pm
 from services.orchestrator.run_result import Score
 
@@ -35,6 +36,7 @@ class FrontierReport:
     teacher: Teacher
     games: int  # validation games per evaluation point
     n: int  # samples per game (Avg@n)
+    runs: tuple[RunRow, ...] = ()  # each run's points and step costs (empty: the table is left out)
 
     @property
     def threshold(self) -> float | None:
@@ -187,6 +189,8 @@ def notes(report: FrontierReport) -> list[str]:
 
 def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
     parts = [comparison_table(report.summary), spread_table(report), reach_table(report), best_table(report)]
+    if report.runs:
+        parts.append(runs_table(report.runs))
     seeds = len(report.summary.seeds)
     head = [
         f"# Accuracy-time frontier ({', '.join(report.methods)}; {seeds} seed{'s' if seeds > 1 else ''})",
@@ -250,6 +254,7 @@ def frontier_json(report: FrontierReport) -> dict[str, Any]:
         "time_ratio_vanilla_over_turnopd": report.time_ratio,
         "teacher": {"score": _score_json(report.teacher.score), "note": report.teacher.note},
         "methods": methods,
+        "runs": [asdict(r) for r in report.runs],
         "notes": notes(report),
     }
 

@@ -66,6 +66,11 @@ def test_analyse_only_writes_the_figure_page_and_json(tmp_path, monkeypatch, cap
     assert (out / "frontier.png").stat().st_size > 0 and (out / "summary.json").is_file()
     assert "4.00x (target >= 1.5x)" in (out / "frontier.md").read_text()
     assert "# Accuracy-time frontier (turnopd, vanilla; 2 seeds)" in capsys.readouterr().out
+    # the bench hands every run to the page's per-run table, read from the run directories
+    assert [(r["method"], r["seed"], r["steps"]) for r in data["runs"]] == [
+        ("turnopd", 0, 3), ("turnopd", 1, 3), ("vanilla", 0, 3), ("vanilla", 1, 3)
+    ]  # fmt: skip
+    assert "### Each run" in (out / "frontier.md").read_text()
 
 
 def test_teacher_measured_on_other_games_is_named(tmp_path, monkeypatch):

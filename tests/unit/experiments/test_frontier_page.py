@@ -14,6 +14,7 @@ from services.experiments.frontier_page import (
     frontier_markdown,
     games_of,
 )
+from services.experiments.frontier_runs import run_rows
 from services.experiments.protocols import summarise
 from services.orchestrator.run_result import Score
 
@@ -22,7 +23,7 @@ VANILLA = [0.0, 0.25, 0.25, 0.5, 0.5, 0.5, 0.5]
 TURNOPD = [0.0, 0.25, 0.5, 0.5, 0.75, 0.75, 0.75]
 
 
-def report(teacher: Teacher, vanilla: list[float] = VANILLA) -> FrontierReport:
+def report(teacher: Teacher, vanilla: list[float] = VANILLA, with_runs: bool = True) -> FrontierReport:
     runs = [
         run_logs("turnopd", 0, 5.0, TURNOPD),
         run_logs("turnopd", 1, 5.0, TURNOPD),
@@ -32,7 +33,8 @@ def report(teacher: Teacher, vanilla: list[float] = VANILLA) -> FrontierReport:
     summary = summarise(runs, 6)
     threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
     games, n = games_of([(e.episodes, e.n) for r in runs for e in r.evals])
-    return FrontierReport(summary, frontiers(runs, threshold), teacher, games, n)
+    rows = tuple(run_rows(runs)) if with_runs else ()
+    return FrontierReport(summary, frontiers(runs, threshold), teacher, games, n, rows)
 
 
 def test_numbers_of_the_page():
@@ -59,6 +61,9 @@ def test_numbers_of_the_page():
         and high == pytest.approx(0.9544, abs=1e-4)
     )
     assert data["teacher"]["score"]["episodes"] == 60 and data["games"] == 4 and data["n"] == 1
+    assert [(r["method"], r["seed"], r["steps"], r["wall_s"]) for r in data["runs"]] == [
+        ("turnopd", 0, 6, 30.0), ("turnopd", 1, 6, 30.0), ("vanilla", 0, 6, 60.0), ("vanilla", 1, 6, 60.0)
+    ]  # fmt: skip
 
 
 def test_page_states_the_targets_and_the_shortfalls():
@@ -71,12 +76,18 @@ def test_page_states_the_targets_and_the_shortfalls():
         "2 seeds: fewer than the 3" in page and "4 games per evaluation: fewer than the protocol's 60" in page
     )
     assert "vanilla's flattening: too few evaluation points" in page
+    # each run: its points with their cumulative step seconds, then its steps' costs
+    assert "| vanilla seed 1 | 0.0 | 25.0 (10 s) | 25.0 (20 s) | 50.0 (30 s) |" in page
+    assert "| 60.0 s (6 steps) | 6.0 | 60.0% | 20.00 |" in page
 
 
 def test_page_without_a_teacher_or_a_threshold():
-    r = report(Teacher(None, "the teacher was measured on other games; pass --teacher-success"))
+    r = report(
+        Teacher(None, "the teacher was measured on other games; pass --teacher-success"), with_runs=False
+    )
     assert r.over_teacher("turnopd") is None
     page = frontier_markdown(r, None)
+    assert "### Each run" not in page and frontier_json(r)["runs"] == []
     assert "Teacher: the teacher was measured on other games; pass --teacher-success." in page
     flat = report(r.teacher, vanilla=[0.0] * 7)  # vanilla never wins a game
     assert flat.threshold is None
