@@ -36,7 +36,7 @@ from services.experiments.frontier_page import (
     frontier_markdown,
     games_of,
 )
-from services.experiments.frontier_runs import run_rows
+from services.experiments.frontier_runs import learner_ms_per_token
 from services.experiments.run_records import restore_records, save_records
 from services.orchestrator.run_result import Score, comparable_measurement
 
@@ -143,7 +143,7 @@ def main() -> None:
             teacher=teacher_success(args, planned[0], games * n),
             games=games,
             n=n,
-            runs=tuple(run_rows(runs)),
+            learner_ms_per_token={(r.method, r.seed): learner_ms_per_token(r.metrics) for r in runs},
         )
     except TurnOPDError as exc:
         sys.exit(f"frontier: {exc}")

@@ -6,13 +6,13 @@ teacher, each single success rate with its 95% Wilson interval and the games it 
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.contracts.experiments import ComparisonSummary
 from services.errors import InputError
 from services.experiments.frontier import REACH_SHARE, MethodFrontier, reach_ratio
-from services.experiments.frontier_runs import RunRow, runs_table
+from services.experiments.frontier_runs import LearnerPace, runs_json, runs_table
 from services.experiments.tables import Table, comparison_table, duration, pct, pct_pm
 from services.orchestrator.run_result import Score
 
@@ -36,7 +36,8 @@ class FrontierReport:
     teacher: Teacher
     games: int  # validation games per evaluation point
     n: int  # samples per game (Avg@n)
-    runs: tuple[RunRow, ...] = ()  # each run's points and step costs (empty: the table is left out)
+    # each run's learner ms per trained token (frontier_runs); empty: the per-run table is left out
+    learner_ms_per_token: LearnerPace = field(default_factory=dict)
 
     @property
     def threshold(self) -> float | None:
@@ -189,8 +190,8 @@ def notes(report: FrontierReport) -> list[str]:
 
 def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
     parts = [comparison_table(report.summary), spread_table(report), reach_table(report), best_table(report)]
-    if report.runs:
-        parts.append(runs_table(report.runs))
+    if report.learner_ms_per_token:
+        parts.append(runs_table(report.summary, report.methods, report.learner_ms_per_token))
     seeds = len(report.summary.seeds)
     head = [
         f"# Accuracy-time frontier ({', '.join(report.methods)}; {seeds} seed{'s' if seeds > 1 else ''})",
@@ -254,7 +255,9 @@ def frontier_json(report: FrontierReport) -> dict[str, Any]:
         "time_ratio_vanilla_over_turnopd": report.time_ratio,
         "teacher": {"score": _score_json(report.teacher.score), "note": report.teacher.note},
         "methods": methods,
-        "runs": [asdict(r) for r in report.runs],
+        "runs": runs_json(report.summary, report.methods, report.learner_ms_per_token)
+        if report.learner_ms_per_token
+        else [],
         "notes": notes(report),
     }
 

@@ -14,7 +14,7 @@ from services.experiments.frontier_page import (
     frontier_markdown,
     games_of,
 )
-from services.experiments.frontier_runs import run_rows
+from services.experiments.frontier_runs import learner_ms_per_token
 from services.experiments.protocols import summarise
 from services.orchestrator.run_result import Score
 
@@ -33,8 +33,8 @@ def report(teacher: Teacher, vanilla: list[float] = VANILLA, with_runs: bool = T
     summary = summarise(runs, 6)
     threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
     games, n = games_of([(e.episodes, e.n) for r in runs for e in r.evals])
-    rows = tuple(run_rows(runs)) if with_runs else ()
-    return FrontierReport(summary, frontiers(runs, threshold), teacher, games, n, rows)
+    pace = {(r.method, r.seed): learner_ms_per_token(r.metrics) for r in runs} if with_runs else {}
+    return FrontierReport(summary, frontiers(runs, threshold), teacher, games, n, pace)
 
 
 def test_numbers_of_the_page():
