@@ -89,6 +89,16 @@ def every_position(work: Workload) -> Workload:
     )
 
 
+def without_entropy(work: Workload) -> Workload:
+    """The same rows, not asking for the entropy: what ``/v1/completions`` computes (it returns none)."""
+    return Workload(
+        [
+            [[ScoreRow(r.token_ids_T, r.positions_P, wants_entropy=False) for r in rows] for rows in client]
+            for client in work.requests
+        ]
+    )
+
+
 def bare_forward(scorer: TeacherScorer, work: Workload, top_k: int) -> float:
     """Seconds for one batched scoring of every row, in-process."""
     rows = work.rows
@@ -210,10 +220,20 @@ def main() -> None:
     before = handle.stats.remote().result()
     # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
     endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k)
-    times: dict[str, list[float]] = {"bare": [], "handle": [], "http": [], "endpoint": [], "handle_all": []}
+    times: dict[str, list[float]] = {
+        "bare": [],
+        "bare_all": [],
+        "handle": [],
+        "http": [],
+        "endpoint": [],
+        "handle_all": [],
+    }
     work_all = every_position(work)
+    work_endpoint = without_entropy(work_all)
     for _ in range(args.rounds):
         times["bare"].append(bare_forward(scorer, work, args.top_k))
+        if not args.skip_endpoint:
+            times["bare_all"].append(bare_forward(scorer, work_endpoint, args.top_k))
         times["handle"].append(asyncio.run(through_client(client, work, args.top_k)))
         if not args.skip_http:
             times["http"].append(asyncio.run(through_http(url, work, args.top_k)))
@@ -253,8 +273,14 @@ def main() -> None:
         all_tps = work.scored / statistics.median(times["handle_all"])
         endpoint_tps = work.scored / statistics.median(times["endpoint"])
         print(
-            f"service, handle scoring every position as the endpoint does: {all_tps:8.0f} scored tokens/s   "
+            f"service, handle scoring every position (with the entropy): {all_tps:8.0f} scored tokens/s   "
             f"ratio to handle {all_tps / handle_tps:.2f}; endpoint / this {endpoint_tps / all_tps:.2f}"
+        )
+        # what the protocol's extra positions cost the compute alone: the ratio's bound with free JSON
+        bare_all_tps = work.scored / statistics.median(times["bare_all"])
+        print(
+            f"bare, every position without the entropy (what /v1/completions computes): {bare_all_tps:8.0f} "
+            f"scored tokens/s   bare ratio {bare_all_tps / bare_tps:.2f} (the endpoint's bound with free JSON)"
         )
     if wire is not None:
         json_scored, json_answered, packed = wire

@@ -12,6 +12,7 @@ import uvicorn
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherContext
 from services.teacher_scorer.codec import requested_top_k, response_from_scores, rows_from_request
+from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
 from services.teacher_scorer.routes import build_http_app
@@ -32,7 +33,10 @@ class InProcessBackend:
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
         rows = rows_from_request(request)
-        top_k = requested_top_k(request) or self.default_top_k
+        scores = await self.score_rows(rows, requested_top_k(request) or self.default_top_k)
+        return response_from_scores(rows, scores)
+
+    async def score_rows(self, rows: list[ScoreRow], top_k: int) -> list[RowScores]:
         self.scorer.validate(rows, top_k)
         scores, report = self.scorer.score(rows, [top_k] * len(rows))
         self.metrics.batch_done(1, len(rows), report, 0.0)
@@ -40,7 +44,7 @@ class InProcessBackend:
         self.metrics.request_finished(
             ok=True, sequences=len(rows), positions=sum(len(r.positions_P) for r in rows)
         )
-        return response_from_scores(rows, scores)
+        return scores
 
     async def check_health(self) -> None:
         self.scorer.check_health()

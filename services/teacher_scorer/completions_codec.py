@@ -10,6 +10,7 @@ treating the mass outside the top-K as one bucket, as the loss's tail bucket doe
 tight when the tail is small or flat-free.
 """
 
+import functools
 import time
 import uuid
 from collections.abc import Sequence
@@ -19,7 +20,6 @@ import numpy as np
 import pydantic_core
 
 from services.contracts.completions import CompletionRequest
-from services.contracts.teacher import ScoreRequest, ScoreResponse, ScoreSequence
 from services.errors import InputError, TurnOPDError
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.token_probe import first_difference
@@ -145,56 +145,72 @@ def topk_tail_entropies(top_logprobs_P_K: np.ndarray) -> np.ndarray:
     return np.where(has_tail, head - safe * np.log(safe), head)
 
 
-def score_request_from_completion(prompts: list[list[int]], top_k: int) -> ScoreRequest:
-    """Our scoring request for every position after the first of each prompt (the request's token
-    ids, or its text as this server tokenised it), at K = prompt_logprobs."""
+def rows_from_prompts(prompts: list[list[int]]) -> list[ScoreRow]:
+    """Our rows scoring every position after the first of each prompt (the request's token ids, or
+    its text as this server tokenised it). The answer carries no entropy, so the rows do not ask for
+    it (the engine then skips its pass over the vocabulary)."""
     for index, prompt in enumerate(prompts):
         if len(prompt) < 2:
             raise InputError(
                 f"prompt {index} is {len(prompt)} token(s); prompt log-probs need at least 2 (the first "
                 "has nothing before it)"
             )
-    return ScoreRequest(
-        sequences=[ScoreSequence(token_ids=p, positions=list(range(1, len(p)))) for p in prompts],
-        top_k=top_k,
-    )
+    return [
+        ScoreRow(np.asarray(p, dtype=np.int64), np.arange(1, len(p), dtype=np.int64), wants_entropy=False)
+        for p in prompts
+    ]
 
 
-def completion_json(prompts: list[list[int]], scores: ScoreResponse, model: str) -> bytes:
+@functools.lru_cache(maxsize=8)
+def _position_template(top_k: int) -> str:
+    """One position's top-K entries as a %-format (token id, log-prob per rank), without the closing
+    brace. ``%.9g`` writes a float32 exactly (9 significant digits round-trip every float32) in fewer
+    bytes than a double's shortest text, and twice as fast."""
+    return "{" + ",".join(f'"%d":{{"logprob":%.9g,"rank":{rank}}}' for rank in range(1, top_k + 1))
+
+
+def _positions_json(prompt: list[int], scores: RowScores) -> str:
+    """``prompt_logprobs`` of one prompt: null, then every position's top-K and the token there (its
+    own entry, rank null, where it falls outside the top-K: our engines do not count its rank)."""
+    top_ids_P_K = scores.top_ids_P_K
+    n, k = top_ids_P_K.shape
+    fields = np.empty((n, 2 * k), dtype=object)
+    fields[:, 0::2] = top_ids_P_K.astype(object)
+    fields[:, 1::2] = scores.top_logprobs_P_K.astype(np.float64).astype(object)
+    token_P = np.asarray(prompt[1:], dtype=np.int64)
+    in_top = (top_ids_P_K == token_P[:, None]).any(axis=1).tolist()
+    template = _position_template(k)
+    positions = ["null"]
+    for values, top, token, token_lp in zip(
+        fields.tolist(), in_top, token_P.tolist(), scores.token_logprob_P.tolist(), strict=True
+    ):
+        end = "}" if top else f',"{token}":{{"logprob":{token_lp:.9g},"rank":null}}}}'
+        positions.append(template % tuple(values) + end)
+    return "[" + ",".join(positions) + "]"
+
+
+def completion_json(prompts: list[list[int]], scores: Sequence[RowScores], model: str) -> bytes:
     """The OpenAI-compatible answer (``CompletionResponse`` as JSON) for ``prompts`` from our scores
-    of every position of each.
+    of every position of each (``rows_from_prompts``).
 
-    Each position holds the top-K (ranks 1..K) and the token there; that token's rank is null when it
-    falls outside the top-K (our engines do not count it). Built as plain JSON values from scores our
-    own contracts validated: building and dumping K+1 entries per position through the models again
-    cost as much as the rest of the answer (bench/teacher_throughput.py)."""
+    Each position holds the top-K (ranks 1..K) and the token there. Written as text from the arrays:
+    building K+1 dicts per position and dumping them cost twice as much, and a model's validation
+    of scores our own engine made costs as much again (bench/teacher_throughput.py)."""
     choices = []
-    for index, (prompt, seq) in enumerate(zip(prompts, scores.results, strict=True)):
-        positions: list[dict[int, dict[str, float | int | None]] | None] = [None]
-        for p, ids, lps, token_lp in zip(
-            seq.positions, seq.top_ids, seq.top_logprobs, seq.token_logprob, strict=True
-        ):
-            entries: dict[int, dict[str, float | int | None]] = {
-                t: {"logprob": lp, "rank": j} for j, (t, lp) in enumerate(zip(ids, lps, strict=True), 1)
-            }
-            entries.setdefault(prompt[p], {"logprob": token_lp, "rank": None})
-            positions.append(entries)
-        choices.append(
-            {
-                "index": index,
-                "text": "",
-                "finish_reason": "length",
-                "prompt_logprobs": positions,
-                "prompt_token_ids": prompt,
-            }
-        )
+    for index, (prompt, row_scores) in enumerate(zip(prompts, scores, strict=True)):
+        head = f'{{"index":{index},"text":"","finish_reason":"length","prompt_logprobs":'
+        ids = pydantic_core.to_json(prompt).decode()
+        choices.append(f'{head}{_positions_json(prompt, row_scores)},"prompt_token_ids":{ids}}}')
     tokens = sum(len(p) for p in prompts)
-    answer = {
-        "id": f"cmpl-{uuid.uuid4().hex}",
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "usage": {"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens},
-    }
-    return pydantic_core.to_json(answer)
+    envelope = pydantic_core.to_json(
+        {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 0, "total_tokens": tokens},
+        }
+    ).decode()
+    before, after = envelope.split('"choices":[]', 1)
+    return f'{before}"choices":[{",".join(choices)}]{after}'.encode()

@@ -23,10 +23,14 @@ FloatArray = npt.NDArray[np.float32]
 
 @dataclass(frozen=True)
 class ScoreRow:
-    """One sequence to score: ``token_ids_T`` and the positions ``positions_P`` (each in [1, T))."""
+    """One sequence to score: ``token_ids_T`` and the positions ``positions_P`` (each in [1, T)).
+
+    ``wants_entropy`` False: the caller never reads the entropy (``/v1/completions`` does not return
+    it), so an engine may skip the full-vocabulary pass it costs and leave ``entropy_P`` NaN."""
 
     token_ids_T: IntArray
     positions_P: IntArray
+    wants_entropy: bool = True
 
     @property
     def length(self) -> int:
@@ -40,7 +44,7 @@ class RowScores:
     top_ids_P_K: IntArray
     top_logprobs_P_K: FloatArray  # descending per row; full-vocabulary log-softmax values
     token_logprob_P: FloatArray  # log-prob of the token actually at each position
-    entropy_P: FloatArray  # nats
+    entropy_P: FloatArray  # nats; NaN where the row did not want it and the engine skipped it
 
     def truncated(self, top_k: int) -> "RowScores":
         """The same scores with only the first ``top_k`` (largest) entries of each position."""

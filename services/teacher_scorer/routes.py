@@ -26,14 +26,18 @@ from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
-from services.teacher_scorer.completions_codec import completion_json, score_request_from_completion
-from services.teacher_scorer.engine import EngineBrokenError
+from services.teacher_scorer.completions_codec import completion_json, rows_from_prompts
+from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow
 
 
 class ScoreBackend(Protocol):
     served_model: str  # the name /v1/models lists: the teacher checkpoint as the app was given it
 
     async def score(self, request: ScoreRequest) -> ScoreResponse: ...
+
+    async def score_rows(self, rows: list[ScoreRow], top_k: int) -> list[RowScores]:
+        """Validate and score engine rows (the OpenAI-compatible route's path: no model objects)."""
+        ...
 
     def limits(self) -> TeacherContext: ...
 
@@ -98,7 +102,7 @@ async def completions(body: CompletionRequest, backend: Backend) -> Response:
     prompt tokenised by the teacher's own tokenizer; generates nothing (``max_tokens`` <= 1, ``text``
     empty)."""
     prompts = [backend.tokenize(body.prompt)] if isinstance(body.prompt, str) else body.prompts
-    scores = await backend.score(score_request_from_completion(prompts, body.prompt_logprobs))
+    scores = await backend.score_rows(rows_from_prompts(prompts), body.prompt_logprobs)
     answer = completion_json(prompts, scores, body.model or "teacher")
     return Response(content=answer, media_type="application/json")
 

@@ -106,13 +106,13 @@ class TeacherDeployment:
     async def score_packed(self, request: PackedScoreRequest) -> PackedScoreResponse:
         """Handle path: packed buffers in, packed buffers out."""
         top_k = request.top_k or self._default_top_k
-        scores = await self._score_rows(rows_from_packed(request), top_k)
+        scores = await self.score_rows(rows_from_packed(request), top_k)
         return pack_scores(scores, top_k)
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
         """HTTP path (and handle callers holding JSON-shaped requests)."""
         rows = rows_from_request(request)
-        scores = await self._score_rows(rows, requested_top_k(request) or self._default_top_k)
+        scores = await self.score_rows(rows, requested_top_k(request) or self._default_top_k)
         return response_from_scores(rows, scores)
 
     async def check_health(self) -> None:
@@ -133,7 +133,8 @@ class TeacherDeployment:
     def metrics_exposition(self) -> bytes:
         return self._metrics.exposition()
 
-    async def _score_rows(self, rows: list[ScoreRow], top_k: int) -> list[RowScores]:
+    async def score_rows(self, rows: list[ScoreRow], top_k: int) -> list[RowScores]:
+        """Validate, then score in the replica's batches (every path ends here)."""
         try:
             self._scorer.validate(rows, top_k)
         except InputError:

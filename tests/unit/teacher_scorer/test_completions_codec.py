@@ -6,13 +6,11 @@ import numpy as np
 import pytest
 
 from services.contracts.completions import CompletionChoice, CompletionResponse, PromptLogprob
-from services.contracts.teacher import ScoreResponse
-from services.teacher_scorer.codec import response_from_scores, rows_from_request
 from services.teacher_scorer.completions_codec import (
     EndpointAnswerError,
     completion_json,
     completion_request,
-    score_request_from_completion,
+    rows_from_prompts,
     scores_from_completion,
     topk_tail_entropy,
 )
@@ -112,10 +110,11 @@ def test_our_scores_out_and_back_in_are_the_same_rows():
     token_lps = [np.full(len(r.positions_P), -7.0, dtype=np.float32) for r in rows]
     ours = [RowScores(i, lp, t, t) for i, lp, t in zip(top_ids, top_lps, token_lps, strict=True)]
     request = completion_request(rows, k, "teacher")
-    scored = score_request_from_completion(request.prompts, request.prompt_logprobs)
-    assert [s.positions for s in scored.sequences] == [list(range(1, 4)), list(range(1, 6))]
-    response: ScoreResponse = response_from_scores(rows_from_request(scored), ours)
-    answer = completion_json(request.prompts, response, "teacher")
+    scored = rows_from_prompts(request.prompts)
+    assert [s.positions_P.tolist() for s in scored] == [list(range(1, 4)), list(range(1, 6))]
+    assert [s.token_ids_T.tolist() for s in scored] == request.prompts
+    assert not any(s.wants_entropy for s in scored)
+    answer = completion_json(request.prompts, ours, "teacher")
     parsed = CompletionResponse.model_validate_json(answer)
     assert [c.prompt_token_ids for c in parsed.choices] == request.prompts
     assert parsed.usage is not None and parsed.usage.prompt_tokens == 10

@@ -39,6 +39,21 @@ def test_results_do_not_depend_on_batch_composition(engine, make_rows):
             assert (a.top_ids_P_K == x.top_ids_P_K).all()
 
 
+def test_rows_that_do_not_want_the_entropy_skip_it_and_keep_everything_else(engine, make_rows):
+    rows = make_rows(seed=12, lengths=[6, 30, 14])
+    plain = [ScoreRow(r.token_ids_T, r.positions_P, wants_entropy=False) for r in rows]
+    full = engine.score(rows, 8)
+    skipped = engine.score(plain, 8)
+    mixed = engine.score([plain[0], rows[1], plain[2]], 8)  # one row wants it: the pass computes it
+    for a, b, c in zip(full, skipped, mixed, strict=True):
+        for x in (b, c):
+            np.testing.assert_array_equal(a.top_ids_P_K, x.top_ids_P_K)
+            np.testing.assert_array_equal(a.top_logprobs_P_K, x.top_logprobs_P_K)
+            np.testing.assert_array_equal(a.token_logprob_P, x.token_logprob_P)
+        assert np.isnan(b.entropy_P).all() and (a.entropy_P > 0).all()
+        np.testing.assert_array_equal(a.entropy_P, c.entropy_P)
+
+
 def test_positions_come_back_in_the_order_asked(engine, check_scores):
     rng = np.random.default_rng(3)
     ids = rng.integers(0, VOCAB, size=20)
