@@ -38,6 +38,7 @@ from services.experiments.frontier_page import (
 )
 from services.experiments.frontier_runs import learner_ms_per_token
 from services.experiments.run_records import restore_records, save_records
+from services.experiments.step_kinds import step_kinds
 from services.orchestrator.run_result import Score, comparable_measurement
 
 METHODS = "turnopd,vanilla"
@@ -144,6 +145,7 @@ def main() -> None:
             games=games,
             n=n,
             learner_ms_per_token={(r.method, r.seed): learner_ms_per_token(r.metrics) for r in runs},
+            step_kinds={(r.method, r.seed): step_kinds(r.metrics) for r in runs},
         )
     except TurnOPDError as exc:
         sys.exit(f"frontier: {exc}")

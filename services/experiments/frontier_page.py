@@ -13,6 +13,7 @@ from services.contracts.experiments import ComparisonSummary
 from services.errors import InputError
 from services.experiments.frontier import REACH_SHARE, MethodFrontier, reach_ratio
 from services.experiments.frontier_runs import LearnerPace, runs_json, runs_table
+from services.experiments.step_kinds import RunStepKinds, step_kinds_json, step_kinds_table
 from services.experiments.tables import Table, comparison_table, duration, pct, pct_pm
 from services.orchestrator.run_result import Score
 
@@ -38,6 +39,8 @@ class FrontierReport:
     n: int  # samples per game (Avg@n)
     # each run's learner ms per trained token (frontier_runs); empty: the per-run table is left out
     learner_ms_per_token: LearnerPace = field(default_factory=dict)
+    # each run's full-depth and truncated steps (step_kinds); empty: that table is left out
+    step_kinds: RunStepKinds = field(default_factory=dict)
 
     @property
     def threshold(self) -> float | None:
@@ -192,6 +195,8 @@ def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
     parts = [comparison_table(report.summary), spread_table(report), reach_table(report), best_table(report)]
     if report.learner_ms_per_token:
         parts.append(runs_table(report.summary, report.methods, report.learner_ms_per_token))
+    if report.step_kinds:
+        parts.append(step_kinds_table(report.summary, report.step_kinds))
     seeds = len(report.summary.seeds)
     head = [
         f"# Accuracy-time frontier ({', '.join(report.methods)}; {seeds} seed{'s' if seeds > 1 else ''})",
@@ -258,6 +263,7 @@ def frontier_json(report: FrontierReport) -> dict[str, Any]:
         "runs": runs_json(report.summary, report.methods, report.learner_ms_per_token)
         if report.learner_ms_per_token
         else [],
+        "step_kinds": step_kinds_json(report.step_kinds),
         "notes": notes(report),
     }
 

@@ -71,6 +71,10 @@ def test_analyse_only_writes_the_figure_page_and_json(tmp_path, monkeypatch, cap
         ("turnopd", 0, 3), ("turnopd", 1, 3), ("vanilla", 0, 3), ("vanilla", 1, 3)
     ]  # fmt: skip
     assert "### Each run" in (out / "frontier.md").read_text()
+    # and its steps by depth (the fixtures play every step to the same depth: all full)
+    kinds = sorted((k["method"], k["seed"], k["full"]["steps"], k["truncated"]) for k in data["step_kinds"])
+    assert kinds == [(m, s, 3, None) for m in ("turnopd", "vanilla") for s in (0, 1)]
+    assert "### Full-depth and truncated steps" in (out / "frontier.md").read_text()
 
 
 def test_teacher_measured_on_other_games_is_named(tmp_path, monkeypatch):
