@@ -18,6 +18,7 @@ import asyncio
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -30,7 +31,11 @@ from services.orchestrator.teacher_scores import TeacherClient
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import pack_scores
-from services.teacher_scorer.completions_codec import completion_request, scores_from_completion
+from services.teacher_scorer.completions_codec import (
+    completion_request,
+    rows_from_prompts,
+    scores_from_completion,
+)
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -75,28 +80,20 @@ def make_workload(args: argparse.Namespace) -> Workload:
     return Workload(requests)
 
 
-def every_position(work: Workload) -> Workload:
+def each_request(work: Workload, rows_of: Callable[[list[ScoreRow]], list[ScoreRow]]) -> Workload:
+    """The same clients and requests, each request's rows replaced by ``rows_of(rows)``."""
+    return Workload([[rows_of(rows) for rows in client] for client in work.requests])
+
+
+def every_position(rows: list[ScoreRow]) -> list[ScoreRow]:
     """The same rows scored at every position: what an endpoint answers (prompt_logprobs has no
     positions field), so the handle path on these isolates the transport from the extra positions."""
-    return Workload(
-        [
-            [
-                [ScoreRow(r.token_ids_T, np.arange(1, r.length, dtype=np.int64)) for r in rows]
-                for rows in client
-            ]
-            for client in work.requests
-        ]
-    )
+    return [ScoreRow(r.token_ids_T, np.arange(1, r.length, dtype=np.int64)) for r in rows]
 
 
-def without_entropy(work: Workload) -> Workload:
-    """The same rows, not asking for the entropy: what ``/v1/completions`` computes (it returns none)."""
-    return Workload(
-        [
-            [[ScoreRow(r.token_ids_T, r.positions_P, wants_entropy=False) for r in rows] for rows in client]
-            for client in work.requests
-        ]
-    )
+def as_endpoint_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """The rows our app's ``/v1/completions`` scores for these prompts (every position, no entropy)."""
+    return rows_from_prompts([r.token_ids_T.tolist() for r in rows])
 
 
 def bare_forward(scorer: TeacherScorer, work: Workload, top_k: int) -> float:
@@ -228,8 +225,8 @@ def main() -> None:
         "endpoint": [],
         "handle_all": [],
     }
-    work_all = every_position(work)
-    work_endpoint = without_entropy(work_all)
+    work_all = each_request(work, every_position)
+    work_endpoint = each_request(work, as_endpoint_rows)
     for _ in range(args.rounds):
         times["bare"].append(bare_forward(scorer, work, args.top_k))
         if not args.skip_endpoint:
