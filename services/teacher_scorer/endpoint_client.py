@@ -22,6 +22,7 @@ import numpy as np
 from services.contracts.completions import CompletionRequest, CompletionResponse
 from services.contracts.teacher import TeacherContext
 from services.errors import ConfigError, InputError
+from services.http_client import tls_context
 from services.service_auth import auth_headers
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.completions_codec import (
@@ -148,8 +149,11 @@ class EndpointTeacherClient:
         if problem is not None:
             raise TokenizerMismatchError(problem)
 
+    def _http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport, verify=tls_context())
+
     async def _served_context(self) -> int:
-        async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
+        async with self._http() as http:
             response = await http.get(f"{self.base_url}/v1/models", headers=self._headers)
         try:
             listed = response.json() if response.status_code == 200 else {}
@@ -168,7 +172,7 @@ class EndpointTeacherClient:
         return lengths[0] - 1
 
     async def _post(self, body: str) -> httpx.Response:
-        async with httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport) as http:
+        async with self._http() as http:
             for attempt in range(1, self._policy.max_attempts + 1):
                 last = attempt == self._policy.max_attempts
                 delay = self._policy.delay(attempt)
