@@ -28,13 +28,20 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   fi
 fi
 # uv resolves and installs the rest in about a minute; torch is already there, so it keeps that build.
+# --compile-bytecode writes every package's .pyc now, as pip does by default and uv does not: where
+# PYTHONDONTWRITEBYTECODE is set (this machine kind sets it) Python never writes them itself, and
+# every process then compiles Ray, Ray Train, Serve, transformers and pandas from source on each
+# start. That was half of one run's start-up: 55.0 against 29.3 CPU-seconds for every service
+# (bench/startup_cost.py, docs/development.md).
 if "$PY" -m uv --version >/dev/null 2>&1 || "$PY" -m pip install -q uv 2>/dev/null; then
   echo "setup: installing turnopd[dev] (editable) with uv"
-  "$PY" -m uv pip install --python "$PY" -q -e ".[dev]"
+  "$PY" -m uv pip install --python "$PY" -q --compile-bytecode -e ".[dev]"
 else
   echo "setup: installing turnopd[dev] (editable) with pip (uv is not installable here)"
   "$PY" -m pip install -q -e ".[dev]"
 fi
+# The project's own modules too (an edited module's stale .pyc is ignored, never wrong).
+"$PY" -m compileall -q services
 # pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'
