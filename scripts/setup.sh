@@ -28,20 +28,23 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   fi
 fi
 # uv resolves and installs the rest in about a minute; torch is already there, so it keeps that build.
-# --compile-bytecode writes every package's .pyc now, as pip does by default and uv does not: where
-# PYTHONDONTWRITEBYTECODE is set (this machine kind sets it) Python never writes them itself, and
-# every process then compiles Ray, Ray Train, Serve, transformers and pandas from source on each
-# start. That was half of one run's start-up: 55.0 against 29.3 CPU-seconds for every service
-# (bench/startup_cost.py, docs/development.md).
 if "$PY" -m uv --version >/dev/null 2>&1 || "$PY" -m pip install -q uv 2>/dev/null; then
   echo "setup: installing turnopd[dev] (editable) with uv"
-  "$PY" -m uv pip install --python "$PY" -q --compile-bytecode -e ".[dev]"
+  "$PY" -m uv pip install --python "$PY" -q -e ".[dev]"
 else
   echo "setup: installing turnopd[dev] (editable) with pip (uv is not installable here)"
   "$PY" -m pip install -q -e ".[dev]"
 fi
-# The project's own modules too (an edited module's stale .pyc is ignored, never wrong).
-"$PY" -m compileall -q services
+# Byte-compile every installed package and the project's own modules, as pip does at install and
+# uv does not. Where PYTHONDONTWRITEBYTECODE is set (this machine kind sets it) Python never writes a
+# .pyc itself, and every process then compiled Ray, Ray Train, Serve, transformers and pandas from
+# source on each start: half of one run's start-up, 55.0 against 29.3 CPU-seconds for every service
+# (bench/startup_cost.py, docs/development.md). About 20 s on a fresh venv, a second or two after;
+# an edited module's stale .pyc is ignored, never used. Files that do not compile (templates some
+# packages ship) are left as they are.
+"$PY" -c 'import compileall, sysconfig
+for d in sorted({sysconfig.get_path(p) for p in ("purelib", "platlib")}) + ["services"]:
+    compileall.compile_dir(d, quiet=2, workers=0)' >/dev/null 2>&1 || true
 # pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'
