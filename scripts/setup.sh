@@ -39,7 +39,7 @@ fi
 # uv does not. Where PYTHONDONTWRITEBYTECODE is set (this machine kind sets it) Python never writes a
 # .pyc itself, and every process then compiled Ray, Ray Train, Serve, transformers and pandas from
 # source on each start: half of one run's start-up, 55.0 against 29.3 CPU-seconds for every service
-# (bench/startup_cost.py, docs/development.md). About 20 s on a fresh venv, a second or two after;
+# (bench/startup_cost.py, docs/development.md). About 20 s on a fresh venv, 8 s on a set-up one;
 # an edited module's stale .pyc is ignored, never used. Files that do not compile (templates some
 # packages ship) are left as they are.
 "$PY" -c 'import compileall, sysconfig
