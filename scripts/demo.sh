@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: TurnOPD distillation of the tiny household student from the shipped teacher.
-#   1. set up (scripts/setup.sh: about a minute with uv);
+#   1. set up (scripts/setup.sh: under two minutes with uv);
 #   2. the models: the student `student-novel-noisy` and the teacher `teacher-novel` come from
 #      artifacts/models/ where they are shipped (checksums verified on first use; `turnopd models
 #      list` shows their recipes), else from the cache; a model that is neither is trained here

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs TurnOPD and its dev tools into the current Python (3.11+), with uv when it can (about a
-# minute on a fresh 2-core machine; plain pip takes about 6) and pip otherwise.
+# Installs TurnOPD and its dev tools into the current Python (3.11+), with uv when it can (98-106 s
+# on a fresh 2-core machine and venv, byte-compiling included; plain pip takes about 6 min) and pip
+# otherwise.
 # On a machine without a GPU, torch is pinned to the CPU build 2.13.0 *before* anything else,
 # so no dependency can pull the multi-gigabyte CUDA wheels.
 #   --with-prometheus   also install Debian's prometheus (the Prometheus part of tests/integration/test_train_smoke.py and
