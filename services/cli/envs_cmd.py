@@ -4,16 +4,20 @@ import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Annotated, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.options import settings_with
 from services.contracts.env_gateway import EnvName, Split
-from services.env_gateway.pool_builder import ExpertRun, GameRef, build_game, pool_games, run_expert
 from services.errors import InputError
 from services.settings.env_gateway import EnvGatewaySettings
+
+if TYPE_CHECKING:
+    # Imported where a command runs: the pool builder imports every env's backend (TextWorld among
+    # them), half a second that every other `turnopd` command would pay at start.
+    from services.env_gateway.pool_builder import ExpertRun, GameRef
 
 app = typer.Typer(help="Game pools of the env gateway.", no_args_is_help=True)
 R = TypeVar("R")
@@ -41,7 +45,9 @@ def _choices(values: list[str] | None, allowed: tuple[str, ...], what: str) -> l
 
 def _select(
     env: list[str] | None, split: list[str] | None, task_type: list[str] | None, config: Path | None
-) -> tuple[EnvGatewaySettings, list[GameRef]]:
+) -> tuple[EnvGatewaySettings, list["GameRef"]]:
+    from services.env_gateway.pool_builder import pool_games
+
     settings = settings_with(config, ("env_gateway",)).env_gateway
     envs: list[EnvName] = _choices(env, get_args(EnvName), "env")  # type: ignore[assignment]
     splits: list[Split] = _choices(split, get_args(Split), "split")  # type: ignore[assignment]
@@ -49,7 +55,7 @@ def _select(
 
 
 def _run_all(
-    label: str, fn: Callable[[str, GameRef], R], settings_json: str, games: list[GameRef], jobs: int
+    label: str, fn: Callable[[str, "GameRef"], R], settings_json: str, games: list["GameRef"], jobs: int
 ) -> Iterable[R]:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns) as progress, ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -69,6 +75,8 @@ def build(
     config: ConfigOption = None,
 ) -> None:
     """Generate every game of the selected pools into the cache; games already there are reused."""
+    from services.env_gateway.pool_builder import build_game
+
     settings, games = _select(env, split, task_type, config)
     list(_run_all("generating games", build_game, settings.model_dump_json(), games, jobs))
     typer.echo(f"{len(games)} games ready under {settings.resolved_cache_dir()}")
@@ -83,6 +91,8 @@ def check_expert(
     config: ConfigOption = None,
 ) -> None:
     """Play every selected game with the expert; print a JSON summary per task type, fail on a loss."""
+    from services.env_gateway.pool_builder import run_expert
+
     settings, games = _select(env, split, task_type, config)
     runs: list[ExpertRun] = list(
         _run_all("expert playing", run_expert, settings.model_dump_json(), games, jobs)
