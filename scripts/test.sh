@@ -12,5 +12,8 @@ echo "== ruff"
 echo "== mypy (services/)"
 "$PY" -m mypy
 echo "== pytest"
-# The 60 slowest tests and fixtures close the run: where the suite's time goes (issue 36).
-"$PY" -m pytest --durations=60 "$@"
+# Two xdist workers, each with a Ray cluster of its own: one plays the training runs in turn, the
+# other everything else (tests/conftest.py: the count, none for
+# `-m "not integration"`; TURNOPD_TEST_WORKERS overrides it). The 60 slowest tests and fixtures close
+# the run: where the suite's time goes (issue 36, docs/development.md).
+"$PY" -m pytest -n auto --dist loadgroup --durations=60 "$@"

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from services.cache_dir import resolve_cache_dir
+from services.envs.game_cache import file_lock
 from services.errors import ConflictError
 from services.models.build import build_zoo
 from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
@@ -14,12 +15,13 @@ from services.teacher_training.rendering import RenderedEpisode
 
 
 def zoo_cache_dir() -> Path:
-    """The tiny zoo (seed 0) in the tests' own corner of the cache (as tests/unit/rollout_worker builds it)."""
+    """The tiny zoo (seed 0) in the tests' own corner of the cache (built once and reused; a ConflictError: an older zoo code built it)."""
     cache = resolve_cache_dir() / "test-zoo"
-    try:
-        build_zoo(cache_dir=cache, seed=0)
-    except ConflictError:
-        build_zoo(cache_dir=cache, seed=0, force=True)
+    with file_lock(cache.with_name("test-zoo.lock")):  # two xdist workers may want it at once
+        try:
+            build_zoo(cache_dir=cache, seed=0)
+        except ConflictError:
+            build_zoo(cache_dir=cache, seed=0, force=True)
     return cache
 
 

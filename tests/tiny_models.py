@@ -4,6 +4,8 @@ from pathlib import Path
 
 import torch
 
+from services.envs.game_cache import file_lock
+
 
 def tiny_qwen3(seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2, tied: bool = True):  # type: ignore[no-untyped-def]
     """A seeded, randomly initialised Qwen3ForCausalLM (float32)."""
@@ -25,8 +27,9 @@ def tiny_qwen3(seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2, ti
 
 
 def build_tiny_qwen3(path: Path, seed: int, vocab: int = 64, hidden: int = 32, layers: int = 2) -> Path:
-    """Save ``tiny_qwen3(seed, ...)`` in Hugging Face format at ``path`` (once)."""
-    if (path / "config.json").is_file():
-        return path
-    tiny_qwen3(seed, vocab, hidden, layers).save_pretrained(path)
+    """Save ``tiny_qwen3(seed, ...)`` in Hugging Face format at ``path`` (once; under a file lock,
+    as two xdist workers may want it at once)."""
+    with file_lock(path.with_name(path.name + ".lock")):
+        if not (path / "config.json").is_file():
+            tiny_qwen3(seed, vocab, hidden, layers).save_pretrained(path)
     return path

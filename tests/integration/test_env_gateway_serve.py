@@ -12,7 +12,6 @@ from services.contracts.env_gateway import EpisodeCreate
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.episode_errors import ActionRejectedError
 from services.errors import NotFoundError
-from services.loopback import free_loopback_port
 from services.settings.env_gateway import EnvGatewaySettings
 
 pytestmark = pytest.mark.integration
@@ -33,7 +32,7 @@ async def play(client: EnvGatewayClient, seed: int) -> tuple[str, bool]:
     return start.episode_id, won
 
 
-def test_serve_app_shards_episodes_and_plays_them(ray_session):
+def test_serve_app_shards_episodes_and_plays_them(serve_port):
     from ray import serve
 
     from services.env_gateway.serve_app import ROUTE_PREFIX, gateway_application
@@ -44,12 +43,9 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
         / "test-fixtures"
         / "envs"
     )
-    port = free_loopback_port()
-    serve.shutdown()  # earlier tests of the session may have left Serve running on other HTTP options
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
     settings = EnvGatewaySettings(replicas=2, workers=1, replica_num_cpus=0.5, cache_dir=cache)
     serve.run(gateway_application(settings), name=SERVE_APP_NAME, route_prefix=ROUTE_PREFIX)
-    url = f"http://127.0.0.1:{port}{ROUTE_PREFIX}"
+    url = f"http://127.0.0.1:{serve_port}{ROUTE_PREFIX}"
     try:
 
         async def go():
@@ -77,4 +73,3 @@ def test_serve_app_shards_episodes_and_plays_them(ray_session):
         assert SERVE_APP_NAME in serve.status().applications
     finally:
         serve.delete(SERVE_APP_NAME)
-        serve.shutdown()

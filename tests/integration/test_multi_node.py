@@ -39,7 +39,7 @@ NODES = [
 OVERRIDES = short_run(
     STEPS,
     "rollout_workers = 2\nteacher_replicas = 2\npool_resources = true",
-    "restart_timeout_s = 20.0",
+    "restart_timeout_s = 8.0",  # the lost node's worker cannot come back: no node has its resource
     checkpoint_every=1,
 )
 # Ray's class names of the actors of each pool; those of no pool live on the driver's node (the head)

@@ -2,7 +2,6 @@
 Serve handle path's on the same rows, and a K above the app's cap fails naming both numbers."""
 
 import asyncio
-import socket
 
 import numpy as np
 import pytest
@@ -23,28 +22,18 @@ SPEC = RandomQwen3Spec(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4
 PATIENT = RetryPolicy(max_attempts=8, backoff_s=0.2, max_backoff_s=4.0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def teacher(ray_session, tmp_path_factory):
+def teacher(serve_port, tmp_path_factory):
     """The app deployed as the cluster's Serve config does; yields (handle, HTTP base URL)."""
     config = tmp_path_factory.mktemp("teacher") / "turnopd.toml"
     config.write_text(
         "[distill]\ndistill_topk = 5\n\n[teacher]\nnum_cpus = 0.5\nbatch_wait_timeout_s = 0.01\n"
         f'token_budget = 1024\nmax_batch_tokens = 4096\n\n[security]\nservice_token = "{TOKEN}"\n'
     )
-    port = _free_port()
-    serve.shutdown()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app({"config_path": str(config), "model_path": str(cached_random_qwen3(SPEC))})
     handle = serve.run(app, name=APP_NAME, route_prefix="/teacher")
-    yield handle, f"http://127.0.0.1:{port}/teacher"
+    yield handle, f"http://127.0.0.1:{serve_port}/teacher"
     serve.delete(APP_NAME)
-    serve.shutdown()
 
 
 def _rows(seed: int, lengths: list[int]) -> list[ScoreRow]:

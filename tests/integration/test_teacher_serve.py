@@ -3,7 +3,6 @@ is rejected while the replica keeps serving, concurrent clients share batches, a
 is replaced while the handle client retries its in-flight requests."""
 
 import asyncio
-import socket
 
 import httpx
 import numpy as np
@@ -35,19 +34,13 @@ DEFAULT_TOP_K = 5
 PATIENT = RetryPolicy(max_attempts=8, backoff_s=0.2, max_backoff_s=4.0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def checkpoint():
     return cached_random_qwen3(SPEC)
 
 
 @pytest.fixture(scope="module")
-def teacher(ray_session, checkpoint, tmp_path_factory):
+def teacher(serve_port, checkpoint, tmp_path_factory):
     """The app deployed as the cluster's Serve config does (builder + TOML); yields (handle, HTTP URL)."""
     config = tmp_path_factory.mktemp("teacher") / "turnopd.toml"
     config.write_text(
@@ -55,14 +48,10 @@ def teacher(ray_session, checkpoint, tmp_path_factory):
         "token_budget = 1024\nmax_batch_tokens = 4096\nhealth_check_period_s = 1.0\n"
         f'\n[security]\nservice_token = "{TOKEN}"\n'  # a Serve config's proxy listens everywhere
     )
-    port = _free_port()
-    serve.shutdown()  # earlier tests of the session may have left Serve running on other HTTP options
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app({"config_path": str(config), "model_path": str(checkpoint)})
     handle = serve.run(app, name=APP_NAME, route_prefix="/teacher")
-    yield handle, f"http://127.0.0.1:{port}/teacher"
+    yield handle, f"http://127.0.0.1:{serve_port}/teacher"
     serve.delete(APP_NAME)
-    serve.shutdown()
 
 
 def test_builder_arguments_are_checked():

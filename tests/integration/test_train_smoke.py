@@ -30,18 +30,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def serve_on_free_port(ray_session):
-    """Serve's HTTP proxy (the teacher's /metrics) on a free loopback port, for Prometheus to scrape."""
-    from ray import serve
-
-    serve.shutdown()  # a Serve left by an earlier test would keep its own HTTP port
-    port = free_loopback_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    yield port
-    serve.shutdown()
-
-
 def scraped_smoke_config(tmp_path: Path, driver: int, gateway: int) -> Path:
     """configs/smoke.toml on the test caches with the driver's and env gateway's metrics on the given
     ports, every turn counted as reliable, and a teacher context shorter than the episodes."""
@@ -59,7 +47,7 @@ def scraped_smoke_config(tmp_path: Path, driver: int, gateway: int) -> Path:
     return config
 
 
-def test_train_smoke_then_resume(serve_on_free_port, tmp_path):
+def test_train_smoke_then_resume(serve_port, tmp_path):
     """Three steps scraped by Prometheus, a checkpoint lost, an exact resume; and, as issue 38 asked,
     played within a teacher context shorter than the episodes (they grow past 900 tokens; a teacher
     that took 600 once refused the whole request and ended the run at step 1): each task plays
@@ -71,7 +59,7 @@ def test_train_smoke_then_resume(serve_on_free_port, tmp_path):
     assert (settings.metrics.port, settings.env_gateway.port) == (driver, gateway)
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
-    scraped = ScrapedRun(tmp_path, driver, serve_on_free_port, gateway, 3) if have_prometheus() else None
+    scraped = ScrapedRun(tmp_path, driver, serve_port, gateway, 3) if have_prometheus() else None
     steps, evals = [], []
 
     def on_step(m: StepMetrics) -> None:
