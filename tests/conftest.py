@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Put the training-run modules (``RUN_MODULES``) in one xdist group, first in the list."""
     if not hasattr(config, "workerinput"):
         return
-    runs = [i for i in items if i.nodeid.split("::")[0].rsplit("/", 1)[-1] in RUN_MODULES]
+    runs = [i for i in items if i.path.name in RUN_MODULES]
     for item in runs:
         item.add_marker(pytest.mark.xdist_group("training-runs"))
     chosen = set(map(id, runs))

@@ -15,7 +15,8 @@ from services.teacher_training.rendering import RenderedEpisode
 
 
 def zoo_cache_dir() -> Path:
-    """The tiny zoo (seed 0) in the tests' own corner of the cache (built once and reused; a ConflictError: an older zoo code built it)."""
+    """The tiny zoo (seed 0) in the tests' own corner of the cache, built once and reused (rebuilt
+    when an older version of the zoo code built it: a ConflictError)."""
     cache = resolve_cache_dir() / "test-zoo"
     with file_lock(cache.with_name("test-zoo.lock")):  # two xdist workers may want it at once
         try:

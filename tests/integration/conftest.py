@@ -22,12 +22,11 @@ def ray_session():
     import ray
     from ray import serve
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is not None and not ray.is_initialized():
-        tmp = f"/tmp/rt-{worker}"  # short: Ray's socket paths have a length limit
-        os.makedirs(tmp, exist_ok=True)
-        os.environ["RAY_TMPDIR"] = tmp
     if not ray.is_initialized():
+        if (worker := os.environ.get("PYTEST_XDIST_WORKER")) is not None:
+            tmp = f"/tmp/rt-{worker}"  # short: Ray's socket paths have a length limit
+            os.makedirs(tmp, exist_ok=True)
+            os.environ["RAY_TMPDIR"] = tmp
         ray.init(num_cpus=2, include_dashboard=False, namespace="turnopd", log_to_driver=False)
     port = free_loopback_port()
     serve.shutdown()
