@@ -1,6 +1,7 @@
 """Shared pieces of the rollout integration tests: the test zoo, a gateway config, pool settings, and
 an engine that replays rendered expert episodes."""
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,9 +15,11 @@ from services.settings import TurnOPDSettings, load_settings
 from services.teacher_training.rendering import RenderedEpisode
 
 
+@functools.cache
 def zoo_cache_dir() -> Path:
     """The tiny zoo (seed 0) in the tests' own corner of the cache, built once and reused (rebuilt
-    when an older version of the zoo code built it: a ConflictError)."""
+    when an older version of the zoo code built it: a ConflictError). Checked once per process: the
+    check reads the whole corpus (0.6 CPU-seconds a call)."""
     cache = resolve_cache_dir() / "test-zoo"
     with file_lock(cache.with_name("test-zoo.lock")):  # two xdist workers may want it at once
         try:

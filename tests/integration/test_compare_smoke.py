@@ -101,6 +101,9 @@ def test_compare_then_report(ray_session, tmp_path, capsys):
     redone = read_jsonl(vanilla / "eval.jsonl", EvalRecord)
     assert [m.step for m in resumed] == [1, 2, 3, 4] and [e.step for e in redone] == [0, 1, 2, 3, 4]
     assert redone[2].cumulative_s == resumed[1].cumulative_s == logs["vanilla"][0][1].cumulative_s
+    # synchronous, so exact: steps 3 and 4 replayed on step 2's weights with the same seeds
+    played = logs["vanilla"][0]
+    assert [m.loss for m in resumed[2:]] == pytest.approx([m.loss for m in played[2:]], rel=1e-3)
     again = ComparisonSummary.model_validate_json((out / "summary.json").read_text())
     assert again.methods["turnopd"].same_step_acc == summary.methods["turnopd"].same_step_acc
 

@@ -1,7 +1,8 @@
-"""`turnopd train` end to end on the tiny zoo: every service real, a few steps, then an exact resume.
+"""`turnopd train` end to end on the tiny zoo: every service real, rollouts overlapping the learner, a
+few steps, then a resume from the checkpoint before the last.
 
-The first run is also scraped by a real Prometheus (tests/prometheus_server.py): the controller's
-horizon there equals what the run logs, step by step, and every Grafana query is valid PromQL.
+The run is also scraped by a real Prometheus (tests/prometheus_server.py): the controller's horizon
+there equals what the run logs, step by step, and every Grafana query is valid PromQL.
 """
 
 import json
@@ -48,18 +49,23 @@ def scraped_smoke_config(tmp_path: Path, driver: int, gateway: int) -> Path:
 
 
 def test_train_smoke_then_resume(serve_port, tmp_path):
-    """Three steps scraped by Prometheus, a checkpoint lost, an exact resume; and, as issue 38 asked,
-    played within a teacher context shorter than the episodes (they grow past 900 tokens; a teacher
-    that took 600 once refused the whole request and ended the run at step 1): each task plays
-    within the limit. Without a `prometheus` binary the rest runs and the test then says it skipped."""
+    """Four steps with rollouts overlapping the learner (staleness 1, streamed scoring), scraped by
+    Prometheus, a checkpoint lost, a resume that plays on the checkpoint's weights; and, as issue 38
+    asked, played within a teacher context shorter than the episodes (they grow past 900 tokens; a
+    teacher that took 600 once refused the whole request and ended the run at step 1): each task
+    plays within the limit. Without a `prometheus` binary the rest runs and the test then says it
+    skipped. (The synchronous run's exact resume is checked by test_compare_smoke's resumed arm.)"""
     driver, gateway = free_loopback_port(), free_loopback_port()
     config = scraped_smoke_config(tmp_path, driver, gateway)
+    text = config.read_text().replace("steps = 3", "steps = 4")
+    config.write_text(text + "\n[pipeline]\nmax_staleness = 1\nstream_teacher = true\n")
     settings = load_settings(config)
     assert settings.teacher.max_context == 600
     assert (settings.metrics.port, settings.env_gateway.port) == (driver, gateway)
+    assert (settings.optim.steps, settings.pipeline.max_staleness) == (4, 1)
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
-    scraped = ScrapedRun(tmp_path, driver, serve_port, gateway, 3) if have_prometheus() else None
+    scraped = ScrapedRun(tmp_path, driver, serve_port, gateway, 4) if have_prometheus() else None
     steps, evals = [], []
 
     def on_step(m: StepMetrics) -> None:
@@ -68,74 +74,35 @@ def test_train_smoke_then_resume(serve_port, tmp_path):
             scraped.on_step(m)
 
     try:
-        assert train(settings, run, on_step, evals.append) == 3
+        assert train(settings, run, on_step, evals.append) == 4
     finally:
         if scraped is not None:
             scraped.stop()
 
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
-    assert [m.step for m in metrics] == [1, 2, 3] and [m.weights_version for m in metrics] == [1, 2, 3]
-    assert [m.probe for m in metrics] == [True, True, False]
+    assert [m.step for m in metrics] == [1, 2, 3, 4] and [m.weights_version for m in metrics] == [1, 2, 3, 4]
+    assert [m.rollout_weights_version for m in metrics] == [0, 0, 1, 2]  # step k on weights k-2
+    assert [m.weights_lag for m in metrics] == [0, 1, 1, 1]
+    assert [m.probe for m in metrics] == [True, True, False, True]
     assert all(m.h_roll == 6 for m in metrics if m.probe)
     assert metrics[2].h_roll == metrics[2].h_hat  # routine steps roll out to H_hat
     assert all(m.loss > 0 and m.tokens > 0 and m.failed_episodes == 0 for m in metrics)
     # the context limit, not the depth cap, ended the first probe's episodes (none is won this early)
     assert metrics[0].truncated_rate == 1.0 and metrics[0].mean_turns < metrics[0].h_roll == 6
-    assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
-    turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
-    assert [r.step for r in turn_stats] == [1, 2, 3]
-    # live controller decisions equal an independent replay on the run's own probe statistics
-    assert_decisions_equal_replay(run.root, 3, settings.depth)
-    assert [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)] == [3] and len(evals) == 1
-    assert latest_checkpoint(run.root) is not None and latest_checkpoint(run.root).name == "step_000003"
-    if scraped is not None:  # what Prometheus scraped equals what the run logged
-        scraped.check(metrics, read_jsonl(run.path("controller.jsonl"), StepDecision))
-
-    # Kill after step 3 but before its checkpoint landed: resume continues from step 2's checkpoint.
-    shutil.rmtree(run.root / "checkpoints" / "step_000003")
-    before = [json.loads(line)["loss"] for line in run.path("metrics.jsonl").read_text().splitlines()]
-    again: list[StepMetrics] = []
-    train(settings, run, again.append, evals.append)
-    assert [m.step for m in again] == [3]
-    resumed = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
-    assert [m.step for m in resumed] == [1, 2, 3]  # nothing repeated, nothing skipped
-    assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3]
-    assert resumed[2].loss == pytest.approx(before[2], rel=1e-3)  # same weights, same rollouts, same step
-    if scraped is None:
-        pytest.skip(
-            "the run and its resume passed; the Prometheus part needs a `prometheus` binary "
-            "(scripts/setup.sh --with-prometheus)"
-        )
-
-
-def test_train_overlapped_then_resume(ray_session, tmp_path):
-    """Staleness 1 with streamed scoring: every step once, the weights each step played, the controller
-    equal to `turnopd controller replay --lag 1`, and a resume that plays on the checkpoint's weights."""
-    config = smoke_config(tmp_path)
-    text = config.read_text().replace("steps = 3", "steps = 4")
-    config.write_text(text + "\n[pipeline]\nmax_staleness = 1\nstream_teacher = true\n")
-    settings = load_settings(config)
-    assert (settings.optim.steps, settings.pipeline.max_staleness) == (4, 1)
-    run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
-    evals: list[EvalRecord] = []
-    assert train(settings, run, lambda m: None, evals.append) == 4
-
-    metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
-    assert [m.step for m in metrics] == [1, 2, 3, 4] and [m.weights_version for m in metrics] == [1, 2, 3, 4]
-    assert [m.rollout_weights_version for m in metrics] == [0, 0, 1, 2]  # step k on weights k-2
-    assert [m.weights_lag for m in metrics] == [0, 1, 1, 1]
-    assert all(m.loss > 0 and m.failed_episodes == 0 for m in metrics)
     assert all(
         m.times.learner_busy_s and m.times.rollout_busy_s and m.times.overlap_s is not None for m in metrics
     )
     assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
+    assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3, 4]
     assert (
         [e.step for e in evals] == [3, 4] == [e.step for e in read_jsonl(run.path("eval.jsonl"), EvalRecord)]
     )
     decisions = read_jsonl(run.path("controller.jsonl"), StepDecision)
     assert [d.planned_from for d in decisions] == [0, 0, 1, 2]
     assert [m.h_hat for m in metrics] == [d.h_hat for d in decisions]
+    # live controller decisions equal an independent replay on the run's own probe statistics, and
+    # `turnopd controller replay --lag 1` prints them line for line
+    assert_decisions_equal_replay(run.root, 4, settings.depth, lag=1)
 
     def replayed_by_the_cli() -> list[dict]:
         turn_stats = read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)
@@ -149,6 +116,9 @@ def test_train_overlapped_then_resume(ray_session, tmp_path):
 
     logged = [json.loads(line) for line in run.path("controller.jsonl").read_text().splitlines()]
     assert replayed_by_the_cli() == logged  # the live decisions, exactly
+    assert latest_checkpoint(run.root) is not None and latest_checkpoint(run.root).name == "step_000004"
+    if scraped is not None:  # what Prometheus scraped equals what the run logged
+        scraped.check(metrics, decisions)
 
     # Stopped after step 4 but before its checkpoint landed: resume from step 2's. Steps 3 and 4 are
     # played again, on the only weights there are (version 2), then trained once each.
@@ -165,3 +135,8 @@ def test_train_overlapped_then_resume(ray_session, tmp_path):
     assert [d["planned_from"] for d in logged] == [0, 0, 1, 2]
     assert replayed_by_the_cli() == logged
     assert latest_checkpoint(run.root).name == "step_000004"
+    if scraped is None:
+        pytest.skip(
+            "the run and its resume passed; the Prometheus part needs a `prometheus` binary "
+            "(scripts/setup.sh --with-prometheus)"
+        )
