@@ -2,12 +2,14 @@
 
 Starts every service of ``--config`` (default ``configs/smoke.toml``) as `turnopd train` does
 (``services.operations.stack.start_stack``), stops them, and does it again, in one local Ray cluster,
-alternating two learner set-ups for ``--rounds`` rounds:
+alternating three learner set-ups for ``--rounds`` rounds:
 
 * ``Ray Train's defaults``: Ray's own ``TorchTrainer`` (its datasets callback starts a
   ``DatasetManager`` actor) and ``RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=1`` (a ``PreemptionWatcher``);
-* ``TurnOPD's``: ``LearnerTrainer`` without the datasets callback and the watcher off, the
-  learner's defaults since issue 36 (``services/learner/service.py``).
+* ``TurnOPD on Ray Train``: ``LearnerTrainer`` without the datasets callback and the watcher off,
+  what a learner of several workers or on a GPU runs (``services/learner/service.py``);
+* ``one plain actor``: a one-worker CPU learner's default, the same train loop in one actor without
+  Ray Train (``services/learner/solo_worker.py``).
 
 For each start it reads, from ``/proc``, the CPU time every process under this one (Ray's raylet
 and GCS, every worker and actor, the env gateway, Redis) and this process itself spent between the
@@ -99,11 +101,14 @@ def process_kinds() -> dict[int, str]:
     return kinds
 
 
-def one_start(config: Path, root: Path, label: str) -> tuple[float, dict[str, float]]:
-    """Start and stop every service once; the wall seconds until all were up and CPU-seconds by kind."""
+def one_start(config: Path, root: Path, label: str, ray_train: bool) -> tuple[float, dict[str, float]]:
+    """Start and stop every service once (the learner on Ray Train, or as one plain actor); the wall
+    seconds until all were up and CPU-seconds by kind."""
     settings = load_settings(config)
     run_dir = root / f"{label}-{time.monotonic_ns()}"
-    settings = settings.model_copy(update={"run": settings.run.model_copy(update={"run_dir": str(run_dir)})})
+    learner = settings.learner.model_copy(update={"ray_train_for_one_worker": ray_train})
+    run_settings = settings.run.model_copy(update={"run_dir": str(run_dir)})
+    settings = settings.model_copy(update={"run": run_settings, "learner": learner})
     run = RunDir(run_dir)
     run.create(settings.model_dump_json())
     before = process_cpu()
@@ -158,17 +163,18 @@ def main() -> None:
     args = parse_args()
     settings = load_settings(args.config)
     ensure_ray(logical_cpus_needed(settings))
-    setups = {
-        "Ray Train's defaults": ("1", TorchTrainer),
-        "TurnOPD's": ("0", learner_service.LearnerTrainer),
+    setups = {  # the preemption watcher, the trainer class, Ray Train for one worker
+        "Ray Train's defaults": ("1", TorchTrainer, True),
+        "TurnOPD on Ray Train": ("0", learner_service.LearnerTrainer, True),
+        "one plain actor": ("0", learner_service.LearnerTrainer, False),
     }
     results: dict[str, list[tuple[float, dict[str, float]]]] = {label: [] for label in setups}
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
         for round_ in range(args.rounds):
-            for label, (watcher, trainer) in setups.items():
+            for label, (watcher, trainer, ray_train) in setups.items():
                 os.environ[WATCHER_ENV] = watcher
                 learner_service.LearnerTrainer = trainer  # type: ignore[misc,assignment]  # what Learner builds
-                wall, by_kind = one_start(args.config, Path(tmp), f"setup{len(results[label])}")
+                wall, by_kind = one_start(args.config, Path(tmp), f"setup{len(results[label])}", ray_train)
                 results[label].append((wall, by_kind))
                 print(
                     f"round {round_ + 1} {label}: all up in {wall:.1f} s, "
@@ -183,7 +189,7 @@ def main() -> None:
         key=lambda k: -best["Ray Train's defaults"][1].get(k, 0),
     )
     print("\nCPU-seconds per process kind, the least costly start of each setting:")
-    print(f"| process | {' | '.join(results)} |\n|---|---|---|")
+    print(f"| process | {' | '.join(results)} |\n|---{'|---' * len(results)}|")
     for kind in kinds:
         cells = [f"{best[label][1].get(kind, 0.0):.1f}" for label in results]
         print(f"| {kind} | {' | '.join(cells)} |")
@@ -191,10 +197,12 @@ def main() -> None:
     print(f"| total | {' | '.join(f'{totals[label]:.1f}' for label in results)} |")
     walls = {label: statistics.median(w for w, _ in runs) for label, runs in results.items()}
     print(f"| wall s (median of {args.rounds}) | {' | '.join(f'{walls[label]:.1f}' for label in results)} |")
-    ray_own, ours = totals["Ray Train's defaults"], totals["TurnOPD's"]
-    print(
-        f"\nTurnOPD's learner set-up saves {ray_own - ours:.1f} CPU-seconds a start ({(ray_own - ours) / ray_own:.0%})"
-    )
+    ray_own = totals["Ray Train's defaults"]
+    for label in list(results)[1:]:
+        saved = ray_own - totals[label]
+        print(
+            f"\n{label}: {saved:.1f} CPU-seconds a start fewer than Ray Train's defaults ({saved / ray_own:.0%})"
+        )
     print(f"learner boxes: two ray.util.queue actors {queues:.1f} CPU-seconds, one Mailbox {mailbox:.1f}")
     ray.shutdown()
 

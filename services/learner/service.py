@@ -1,4 +1,5 @@
-"""The orchestrator's side of the learner: a Ray Train TorchTrainer fed one batch per step.
+"""The orchestrator's side of the learner: a Ray Train TorchTrainer fed one batch per step (one CPU
+worker: one plain actor, ``solo_worker``).
 
 ``TorchTrainer.fit`` runs in a background thread; each rank has an inbox, all ranks share one
 outbox, every box held by one mailbox actor on the driver's node (``services.learner.mailbox``).
@@ -9,8 +10,9 @@ batch over the ranks (balanced by tokens), waits for every rank's result and mer
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import ray
 from ray.train import FailureConfig, RunConfig, ScalingConfig
 from ray.train.torch import TorchTrainer
 
+from services.cluster_capacity import actor_resource_options
 from services.contracts.learner import (
     LearnerBatch,
     LearnerCheckpointed,
@@ -33,6 +36,7 @@ from services.contracts.learner import (
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
 from services.learner.mailbox_client import MailboxTimeout, start_mailbox
+from services.learner.solo_worker import SoloLearnerWorker
 from services.learner.train_loop import train_loop
 from services.ray_session import on_driver_node
 from services.settings.per_service import LearnerServiceSettings
@@ -66,6 +70,21 @@ class LearnerTrainer(TorchTrainer):
         # Ray Train V2's hook (V2 is the TorchTrainer Ray 2.60 gives; V1 never calls it); mypy sees V1's class
         callbacks: list[Any] = super()._create_default_callbacks(*args, **kwargs)  # type: ignore[misc]
         return [c for c in callbacks if type(c).__name__ != "DatasetsCallback"]
+
+
+def runs_solo(settings: LearnerServiceSettings) -> bool:
+    """Whether the learner runs as one plain actor (``solo_worker``): one CPU worker, and the config
+    does not ask for Ray Train anyway."""
+    return settings.workers == 1 and not settings.on_gpu and not settings.learner.ray_train_for_one_worker
+
+
+def solo_worker_options(settings: LearnerServiceSettings) -> dict[str, Any]:
+    """Ray options of the one-actor learner: what a Ray Train worker of it would reserve (its CPUs and
+    the learner pool's resource where the cluster has pools), never restarted by Ray (a lost learner
+    ends the run with its resume hint, as under Ray Train's ``max_failures=0``)."""
+    pool = {"learner_pool": 1.0} if settings.pool_resource else {}
+    needs = {"CPU": settings.learner.num_cpus_per_worker, **pool}
+    return {**actor_resource_options(needs), "max_restarts": 0}
 
 
 class LearnerError(TurnOPDError, RuntimeError):
@@ -116,10 +135,12 @@ class Learner:
     def __init__(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> None:
         self.settings = settings
         self.world = settings.workers
+        self.solo = runs_solo(settings)
         self.mailbox, self.inboxes, self.outbox = start_mailbox(self.world, on_driver_node())
         self._error: BaseException | None = None
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._worker: Any = None  # the one actor of a solo learner
         try:
             self.resumed_step = self._start(settings, run_dir, model_dir)
         except BaseException:
@@ -130,17 +151,40 @@ class Learner:
             raise
 
     def _start(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> int:
-        """Start the trainer's thread; the step its ranks resumed at."""
+        """Start the trainer's thread (or the solo actor's); the step its ranks resumed at."""
+        config = {
+            "settings": settings,
+            "run_dir": str(run_dir.resolve()),  # Ray Train's workers run in their own cwd
+            "model_dir": str(model_dir.resolve()),
+            "inboxes": self.inboxes,
+            "outbox": self.outbox,
+        }
+        run: Callable[[], Any]
+        if self.solo:
+            self._worker = ray.remote(SoloLearnerWorker).options(**solo_worker_options(settings)).remote()
+            pending = self._worker.run.remote(config)
+            run = partial(ray.get, pending)
+        else:
+            run = self._trainer(settings, run_dir, config).fit
+        self._thread = threading.Thread(target=self._fit, args=(run,), name="learner-fit", daemon=True)
+        self._thread.start()
+        resumed: list[int] = []
+        for message in self._answers("start"):
+            match message:
+                case LearnerReady(resumed_step=step):
+                    resumed.append(step)
+                case other:
+                    raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
+        return resumed[0]
+
+    def _trainer(
+        self, settings: LearnerServiceSettings, run_dir: Path, config: dict[str, Any]
+    ) -> LearnerTrainer:
+        """Ray Train's worker group of ``self.world`` ranks running ``train_loop(config)``."""
         os.environ.setdefault(PREEMPTION_WATCHER_ENV, "0")  # read by Ray Train's controller actor
-        trainer = LearnerTrainer(
+        return LearnerTrainer(
             train_loop,
-            train_loop_config={
-                "settings": settings,
-                "run_dir": str(run_dir.resolve()),  # workers run in their own cwd
-                "model_dir": str(model_dir.resolve()),
-                "inboxes": self.inboxes,
-                "outbox": self.outbox,
-            },
+            train_loop_config=config,
             scaling_config=ScalingConfig(
                 num_workers=self.world,
                 use_gpu=settings.on_gpu,
@@ -156,16 +200,6 @@ class Learner:
                 failure_config=FailureConfig(max_failures=0),
             ),
         )
-        self._thread = threading.Thread(target=self._fit, args=(trainer,), name="learner-fit", daemon=True)
-        self._thread.start()
-        resumed: list[int] = []
-        for message in self._answers("start"):
-            match message:
-                case LearnerReady(resumed_step=step):
-                    resumed.append(step)
-                case other:
-                    raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
-        return resumed[0]
 
     @property
     def alive(self) -> bool:
@@ -173,10 +207,10 @@ class Learner:
         thread = self._thread
         return thread is not None and thread.is_alive() and self._error is None and not self._closed
 
-    def _fit(self, trainer: LearnerTrainer) -> None:
+    def _fit(self, run: Callable[[], Any]) -> None:
         try:
-            trainer.fit()
-        except BaseException as exc:  # surfaced to the caller by _get
+            run()
+        except BaseException as exc:  # surfaced to the caller by _next and close
             self._error = exc
 
     def _answers(self, what: str) -> list[LearnerOutboxMessage]:
@@ -229,8 +263,10 @@ class Learner:
                 inbox.put(LearnerStop())
             self._thread.join(timeout=120)
         if ray.is_initialized():
-            with suppress(Exception):  # already gone with its node or the cluster
-                ray.kill(self.mailbox)
+            for actor in (self._worker, self.mailbox):
+                if actor is not None:
+                    with suppress(Exception):  # already gone with its node or the cluster
+                        ray.kill(actor)
         if ray.is_initialized() and self._error is not None:
             raise LearnerError(
                 f"learner workers failed (a rank raised, or its process or node was lost): {self._error!r}"

@@ -33,6 +33,11 @@ class LearnerHandle:
     def world(self) -> int:
         return self.current.world
 
+    @property
+    def solo(self) -> bool:
+        """The learner runs as one plain actor, without Ray Train (``services.learner.solo_worker``)."""
+        return self.current.solo
+
     def step(self, batch: LearnerBatch) -> tuple[LearnerStepResult, Any]:
         return self.current.step(batch)
 

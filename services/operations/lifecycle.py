@@ -515,7 +515,7 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
 
 
 class LearnerOps(ManagedService[LearnerServiceSettings]):
-    """The learner (Ray Train); the pipeline steps it through ``handle``, which a replacement keeps."""
+    """The learner (Ray Train, or one plain actor); the pipeline steps it through ``handle``, which a replacement keeps."""
 
     kind = "learner"
     handle: LearnerHandle | None = None
@@ -577,7 +577,9 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
                 health="ok" if handle.alive else "down",
                 restarts=self.counts[self.kind],
                 version=f"step {step}, config {self.version()}",
-                detail=f"Ray Train, {handle.world} worker(s)",
+                detail="one actor, without Ray Train"
+                if handle.solo
+                else f"Ray Train, {handle.world} worker(s)",
             )
         ]
 

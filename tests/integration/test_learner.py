@@ -1,5 +1,6 @@
-"""The FSDP2 learner on Ray Train: 1 and 2 workers agree, update for update with 3 mini-batches a
-step, and checkpoints resume exactly. (The default single update per step is the case every
+"""The FSDP2 learner: 2 workers on Ray Train and 1 worker as one plain actor (``solo_worker``) agree,
+update for update with 3 mini-batches a step, and a checkpoint resumes exactly on 1 worker under Ray
+Train (``[learner] ray_train_for_one_worker``). (The default single update per step is the case every
 end-to-end run trains with.)"""
 
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +65,7 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
     )
     try:
         assert two.resumed_step == 0 and one.resumed_step == 0
+        assert (two.solo, one.solo) == (False, True)  # Ray Train, and the plain actor
         res2 = run_steps(two, tiny_teacher, [1, 2])
         res1 = run_steps(one, tiny_teacher, [1, 2, 3])
     finally:
@@ -88,9 +90,10 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
         assert_same_weights(w2, w1)
     assert res1[1][0].loss < res1[0][0].loss * 10  # a sane, finite second step
 
+    settings[1].learner.ray_train_for_one_worker = True
     resumed = Learner(settings[1].for_learner(), tmp_path / "two", tiny_student)
     try:
-        assert resumed.resumed_step == 2  # continues after the last checkpoint, nothing replayed
+        assert resumed.resumed_step == 2 and not resumed.solo  # after the last checkpoint, nothing replayed
         ((r3, w3),) = run_steps(resumed, tiny_teacher, [3])
     finally:
         resumed.close()

@@ -46,7 +46,7 @@ OVERRIDES = short_run(
 POOL_OF = {
     "RolloutWorker": "rollout_pool",
     "ServeReplica:teacher:TeacherScorer": "teacher_pool",
-    "RayTrainWorker": "learner_pool",
+    "SoloLearnerWorker": "learner_pool",
 }
 ON_DRIVER_NODE = ("ControllerActor", "RunControlActor", "Mailbox")
 
@@ -121,11 +121,12 @@ def expected_actors(rollout_workers: int, teacher_replicas: int) -> dict[str, in
     return {
         "RolloutWorker": rollout_workers,
         "ServeReplica:teacher:TeacherScorer": teacher_replicas,
-        "RayTrainWorker": 1,
+        "SoloLearnerWorker": 1,  # one CPU learner worker: a plain actor (services/learner/solo_worker.py)
+        "RayTrainWorker": 0,
         "ControllerActor": 1,
         "RunControlActor": 1,
         "Mailbox": 1,  # the learner's inboxes and outbox, one actor
-        "PreemptionWatcher": 0,  # Ray Train's, off by default (services/learner/service.py)
+        "TrainController": 0,  # no Ray Train actor at all
     }
 
 

@@ -86,3 +86,33 @@ def test_the_trainer_keeps_every_ray_train_callback_but_the_datasets_one():
     ours = names(LearnerTrainer(lambda config: None, scaling_config=scaling))
     assert "DatasetsCallback" in ray_own and "BackendSetupCallback" in ray_own
     assert ours == [name for name in ray_own if name != "DatasetsCallback"]
+
+
+def learner_settings(workers: int = 1, gpus: int = 0, ray_train: bool = False, pools: bool = False):
+    from services.settings import TurnOPDSettings
+
+    s = TurnOPDSettings()
+    s.cluster.learner_workers = workers
+    s.cluster.pool_resources = pools
+    s.cluster.learner_gpus_per_worker = gpus
+    s.learner.num_cpus_per_worker = 0.5
+    s.learner.ray_train_for_one_worker = ray_train
+    return s.for_learner()
+
+
+def test_only_one_cpu_worker_runs_as_a_plain_actor_unless_ray_train_is_asked_for():
+    from services.learner.service import runs_solo
+
+    assert runs_solo(learner_settings())
+    assert not runs_solo(learner_settings(workers=2))
+    assert not runs_solo(learner_settings(gpus=1))
+    assert not runs_solo(learner_settings(ray_train=True))
+
+
+def test_the_plain_actor_reserves_what_a_ray_train_worker_would_and_is_never_restarted():
+    from services.learner.service import solo_worker_options
+
+    assert solo_worker_options(learner_settings()) == {"num_cpus": 0.5, "num_gpus": 0.0, "max_restarts": 0}
+    assert solo_worker_options(learner_settings(pools=True)) == {
+        "num_cpus": 0.5, "num_gpus": 0.0, "resources": {"learner_pool": 1.0}, "max_restarts": 0
+    }  # fmt: skip

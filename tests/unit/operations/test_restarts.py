@@ -151,7 +151,7 @@ def test_status_lists_every_service_once_in_order_with_its_restarts():
     pool.live_workers = ["rollout-worker-0"]  # type: ignore[attr-defined]
     pool.stats = SimpleNamespace(replacements_by_worker=[0, 0], crashes_by_worker=[0, 2])  # type: ignore[attr-defined]
     services = services_with(pool)
-    services.learner.handle = SimpleNamespace(alive=True, world=1)  # type: ignore[assignment]
+    services.learner.handle = SimpleNamespace(alive=True, world=1, solo=True)  # type: ignore[assignment]
     services.redis.url = "redis://:pw@10.0.0.5:6379/0"
     restarts = ServiceRestarts(services)
     restarts.run(RestartRequest(request_id="c", service="rollout-worker-0"), step=2)
@@ -169,6 +169,9 @@ def test_status_lists_every_service_once_in_order_with_its_restarts():
     assert restarts.counts["rollout-worker-0"] == 1  # the operator's restart, counted by name
     assert rows["redis"].address == "redis://***@10.0.0.5:6379/0" and rows["redis"].version == "external"
     assert rows["env-gateway"].detail == "external" and rows["learner"].version.startswith("step 2, config ")
+    assert rows["learner"].detail == "one actor, without Ray Train"
+    services.learner.handle = SimpleNamespace(alive=True, world=2, solo=False)  # type: ignore[assignment]
+    assert {row.name: row for row in restarts.status(step=2)}["learner"].detail == "Ray Train, 2 worker(s)"
 
 
 def test_only_pools_scale():
@@ -201,7 +204,7 @@ class FakeTrainer:
     """A learner as the handle sees it: steps to resume at, a checkpoint, a close."""
 
     def __init__(self, resumed_step: int) -> None:
-        self.resumed_step, self.world, self.alive = resumed_step, 1, True
+        self.resumed_step, self.world, self.alive, self.solo = resumed_step, 1, True, True
 
     def checkpoint(self, step: int) -> None:
         pass
