@@ -37,7 +37,7 @@ from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
 from services.errors import TurnOPDError
 from services.learner.mailbox_client import MailboxTimeout, start_mailbox
 from services.learner.solo_worker import SoloLearnerWorker
-from services.learner.train_loop import train_loop
+from services.learner.train_loop import LoopArgs, train_loop
 from services.ray_session import on_driver_node
 from services.settings.per_service import LearnerServiceSettings
 
@@ -58,6 +58,7 @@ def shard_by_tokens(lengths: list[int], world: int) -> list[list[int]]:
 # learner node ends the run either way, and the run resumes from its checkpoint. Off unless the
 # environment turns it on.
 PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+POOL_RESOURCE = "learner_pool"  # the custom resource of the learner's nodes ([cluster] pool_resources)
 
 
 class LearnerTrainer(TorchTrainer):
@@ -78,13 +79,22 @@ def runs_solo(settings: LearnerServiceSettings) -> bool:
     return settings.workers == 1 and not settings.on_gpu and not settings.learner.ray_train_for_one_worker
 
 
+def worker_resources(settings: LearnerServiceSettings) -> dict[str, float]:
+    """What one learner worker reserves, in Ray's resource names: its CPUs, its GPUs on a GPU run, and
+    the learner pool's resource where the cluster has pools."""
+    needs = {"CPU": settings.learner.num_cpus_per_worker}
+    if settings.on_gpu:
+        needs["GPU"] = settings.gpus_per_worker
+    if settings.pool_resource:
+        needs[POOL_RESOURCE] = 1.0
+    return needs
+
+
 def solo_worker_options(settings: LearnerServiceSettings) -> dict[str, Any]:
-    """Ray options of the one-actor learner: what a Ray Train worker of it would reserve (its CPUs and
-    the learner pool's resource where the cluster has pools), never restarted by Ray (a lost learner
-    ends the run with its resume hint, as under Ray Train's ``max_failures=0``)."""
-    pool = {"learner_pool": 1.0} if settings.pool_resource else {}
-    needs = {"CPU": settings.learner.num_cpus_per_worker, **pool}
-    return {**actor_resource_options(needs), "max_restarts": 0}
+    """Ray options of the one-actor learner: what a Ray Train worker of it would reserve
+    (``worker_resources``), never restarted by Ray (a lost learner ends the run with its resume
+    hint, as under Ray Train's ``max_failures=0``)."""
+    return {**actor_resource_options(worker_resources(settings)), "max_restarts": 0}
 
 
 class LearnerError(TurnOPDError, RuntimeError):
@@ -152,20 +162,13 @@ class Learner:
 
     def _start(self, settings: LearnerServiceSettings, run_dir: Path, model_dir: Path) -> int:
         """Start the trainer's thread (or the solo actor's); the step its ranks resumed at."""
-        config = {
-            "settings": settings,
-            "run_dir": str(run_dir.resolve()),  # Ray Train's workers run in their own cwd
-            "model_dir": str(model_dir.resolve()),
-            "inboxes": self.inboxes,
-            "outbox": self.outbox,
-        }
+        args = LoopArgs(settings, str(run_dir.resolve()), str(model_dir.resolve()), self.inboxes, self.outbox)
         run: Callable[[], Any]
         if self.solo:
             self._worker = ray.remote(SoloLearnerWorker).options(**solo_worker_options(settings)).remote()
-            pending = self._worker.run.remote(config)
-            run = partial(ray.get, pending)
+            run = partial(ray.get, self._worker.run.remote(args))
         else:
-            run = self._trainer(settings, run_dir, config).fit
+            run = self._trainer(settings, run_dir, args).fit
         self._thread = threading.Thread(target=self._fit, args=(run,), name="learner-fit", daemon=True)
         self._thread.start()
         resumed: list[int] = []
@@ -177,22 +180,16 @@ class Learner:
                     raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
         return resumed[0]
 
-    def _trainer(
-        self, settings: LearnerServiceSettings, run_dir: Path, config: dict[str, Any]
-    ) -> LearnerTrainer:
-        """Ray Train's worker group of ``self.world`` ranks running ``train_loop(config)``."""
+    def _trainer(self, settings: LearnerServiceSettings, run_dir: Path, args: LoopArgs) -> LearnerTrainer:
+        """Ray Train's worker group of ``self.world`` ranks, each running the loop on ``args``."""
         os.environ.setdefault(PREEMPTION_WATCHER_ENV, "0")  # read by Ray Train's controller actor
         return LearnerTrainer(
             train_loop,
-            train_loop_config=config,
+            train_loop_config={"args": args},  # Ray Train's config is a dict
             scaling_config=ScalingConfig(
                 num_workers=self.world,
                 use_gpu=settings.on_gpu,
-                resources_per_worker={
-                    "CPU": settings.learner.num_cpus_per_worker,
-                    **({"GPU": settings.gpus_per_worker} if settings.on_gpu else {}),
-                    **({"learner_pool": 1} if settings.pool_resource else {}),
-                },
+                resources_per_worker=worker_resources(settings),
             ),
             run_config=RunConfig(
                 name="learner",

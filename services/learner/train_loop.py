@@ -12,6 +12,7 @@ so the orchestrator sends nothing twice.
 """
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from services.contracts.learner import (
 from services.errors import ConflictError
 from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp, master_dtype
+from services.learner.mailbox_client import RankInbox, SharedOutbox
 from services.learner.objective import (
     collate,
     micro_batch_loss,
@@ -58,13 +60,31 @@ def _device(use_gpu: bool) -> torch.device:
     return torch.device("cpu")
 
 
+@dataclass(frozen=True)
+class LoopArgs:
+    """What every rank's loop is given: the learner's settings, absolute paths (Ray Train's workers run
+    in their own cwd) and the mailbox's boxes (an inbox per rank, the shared outbox)."""
+
+    settings: LearnerServiceSettings
+    run_dir: str
+    model_dir: str
+    inboxes: list[RankInbox]
+    outbox: SharedOutbox
+
+
 def train_loop(config: dict[str, Any]) -> None:
-    """Entry point of each Ray Train worker; ``config`` holds settings, paths and the mailbox's boxes."""
-    settings: LearnerServiceSettings = config["settings"]
-    run_dir = Path(config["run_dir"])
-    base_model = Path(config["model_dir"])
-    inbox = config["inboxes"][dist.get_rank()]
-    outbox = config["outbox"]
+    """Entry point of each Ray Train worker: Ray Train hands its config over as a dict, whose
+    ``"args"`` is the ``LoopArgs``."""
+    run_train_loop(config["args"])
+
+
+def run_train_loop(args: LoopArgs) -> None:
+    """One rank's loop, in an initialised process group (Ray Train's, or ``solo_worker``'s)."""
+    settings = args.settings
+    run_dir = Path(args.run_dir)
+    base_model = Path(args.model_dir)
+    inbox = args.inboxes[dist.get_rank()]
+    outbox = args.outbox
     rank, world = dist.get_rank(), dist.get_world_size()
     device = _device(settings.on_gpu)
     torch.manual_seed(settings.seed)

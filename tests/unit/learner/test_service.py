@@ -116,3 +116,12 @@ def test_the_plain_actor_reserves_what_a_ray_train_worker_would_and_is_never_res
     assert solo_worker_options(learner_settings(pools=True)) == {
         "num_cpus": 0.5, "num_gpus": 0.0, "resources": {"learner_pool": 1.0}, "max_restarts": 0
     }  # fmt: skip
+
+
+def test_ray_train_workers_reserve_the_same_resources_plus_their_gpus():
+    from services.learner.service import worker_resources
+
+    assert worker_resources(learner_settings(workers=2)) == {"CPU": 0.5}
+    assert worker_resources(learner_settings(workers=2, gpus=1, pools=True)) == {
+        "CPU": 0.5, "GPU": 1.0, "learner_pool": 1.0
+    }  # fmt: skip
