@@ -7,18 +7,21 @@ torch thread; temperature 1; the shipped student. Three ways of generating the s
 * ``old``: the transformers engine's Hugging Face path (``kv_slots=False``: a ``DynamicCache`` per
   call, prefixes copied out and back in through ``PrefixKVStore``) with ``torch.multinomial``
   sampling, i.e. the engine as it was before the KV slots;
-* ``new``: the engine's KV-slot path (``Qwen3Decoder`` over ``SlotPool``, inverse-CDF sampling);
+* ``slots``: the engine's KV-slot path (``Qwen3Decoder`` over ``SlotPool``, inverse-CDF sampling)
+  on torch's ops (``native_kernels=False``), as it was before the compiled decode kernels;
+* ``new``: the same with the compiled decode kernels (``native_kernels.py``), the engine's default;
 * ``hf loop``: a plain loop over the model carrying one ``DynamicCache`` across turns, sampling
   with ``torch.multinomial``.
 
 A decode step is timed from one sampled batch to the next (the forward of one token per row, the
 sampling and the loop's bookkeeping); per turn the median of its 63 steps is kept, and of the
 repeats the least disturbed (other processes' load on this shared machine comes in bursts that can
-outlast a turn); the three are interleaved turn by turn, and each repeat's own ratios are printed.
+outlast a turn); the four are interleaved turn by turn, and each repeat's own ratios are printed.
 A turn's whole time (its prefill included) gives the all-in tokens/s. The ceiling of one decode
-step is (weight bytes + the batch's KV bytes at its context) / this machine's one-thread copy
-bandwidth (bytes copied per second over 256 MB, measured between turns: it moves with the load);
-the read bandwidth is printed too, a stricter bound. Run it twice for the spread.
+step is (weight bytes + the batch's KV bytes at its context) / this machine's one-thread read
+bandwidth (bytes summed per second over 256 MB, measured between turns: it moves with the load): a
+decode step only reads. The copy bandwidth (about half of it), which this bench divided by before
+the compiled kernels went past it, is printed too. Run it twice for the spread.
 
     PYTHONPATH=$PWD python bench/decode_ceiling.py [--model student-novel-cut3] [--turns 20] [--repeats 2]
 """
@@ -38,7 +41,7 @@ from services.rollout_worker.engines.base import GenerationParams
 from services.rollout_worker.engines.transformers_engine import TransformersEngine
 
 EPISODES, FIRST, RESPONSE, OBSERVATION = 4, 310, 64, 83
-ENGINES = ("old", "new", "hf loop")
+ENGINES = ("old", "slots", "new", "hf loop")
 Play = Callable[[int], Iterator[float]]  # seed -> the seconds of each turn, as it is played
 
 
@@ -69,6 +72,14 @@ def ticking(sampler: Callable, ticks: Ticks) -> Callable:  # type: ignore[type-a
         return out
 
     return sample
+
+
+class TickingKernels:
+    """The engine's compiled kernels, its sampler ticking (the engine samples through ``kernels.sample``
+    when it has kernels, not through the module's ``sample_tokens``)."""
+
+    def __init__(self, kernels, ticks: Ticks) -> None:  # type: ignore[no-untyped-def]
+        self.kernels, self.sample = kernels, ticking(kernels.sample, ticks)
 
 
 def multinomial_sample(logits_B_V, temperature, generator):  # type: ignore[no-untyped-def]
@@ -165,8 +176,10 @@ def main() -> None:
     model = load_causal_lm(args.model)
     never = [0]  # the pad id: no stop, so every response is 64 tokens as in the shapes above
     old = TransformersEngine(model, never, 0, prefix_cache_bytes=256 << 20, kv_slots=False)
+    slots = TransformersEngine(model, never, 0, prefix_cache_bytes=256 << 20, native_kernels=False)
     new = TransformersEngine(model, never, 0, prefix_cache_bytes=256 << 20)
-    assert new.unsupported is None, new.unsupported
+    assert new.unsupported is None and new.kernels is not None, (new.unsupported, "no decode kernels")
+    kernels = new.kernels
     inverse_cdf = transformers_engine.sample_tokens
     steps: dict[str, list[list[float]]] = {name: [] for name in ENGINES}
     totals: dict[str, list[float]] = {name: [] for name in ENGINES}
@@ -179,9 +192,13 @@ def main() -> None:
             "old": with_sampler(
                 engine_play(old, args.turns)(repeat), ticking(multinomial_sample, ticks["old"])
             ),
-            "new": with_sampler(engine_play(new, args.turns)(repeat), ticking(inverse_cdf, ticks["new"])),
+            "slots": with_sampler(
+                engine_play(slots, args.turns)(repeat), ticking(inverse_cdf, ticks["slots"])
+            ),
+            "new": engine_play(new, args.turns)(repeat),
             "hf loop": hf_loop_play(model, args.turns, ticks["hf loop"])(repeat),
         }
+        new.kernels = TickingKernels(kernels, ticks["new"])  # type: ignore[assignment]
         seconds = dict.fromkeys(ENGINES, 0.0)
         for _ in range(args.turns if repeat >= 0 else 2):
             for name, turn in turns.items():
@@ -217,7 +234,7 @@ def report(  # type: ignore[no-untyped-def]
     read_bw: float,
 ) -> None:
     contexts = [FIRST + t * (RESPONSE + OBSERVATION) + RESPONSE // 2 for t in range(turns)]  # mid-turn
-    ceilings = [sum(step_bytes(model, [length] * EPISODES)) / copy_bw for length in contexts]
+    ceilings = [sum(step_bytes(model, [length] * EPISODES)) / read_bw for length in contexts]
     weights, _ = step_bytes(model, [0])
     print(
         f"model {name}: {EPISODES} episodes x {turns} turns, first prompt {FIRST}, then {RESPONSE} + {OBSERVATION}"
@@ -229,12 +246,12 @@ def report(  # type: ignore[no-untyped-def]
     print(
         "\nms per decode step (median step of the turn, the least disturbed of the repeats) and the ceiling"
     )
-    print(f"{'turn':>4} {'L':>5} | " + "".join(f"{n:>9}" for n in ENGINES) + " | ceiling  new of it")
+    print(f"{'turn':>4} {'L':>5} | " + "".join(f"{n:>9}" for n in ENGINES) + " | ceiling (read)  new of it")
     per_turn = {n: [min(r[t] for r in rs) for t in range(turns)] for n, rs in steps.items()}
     for t in sorted({0, turns // 4, turns // 2, 3 * turns // 4, turns - 1}):
         row = "".join(f"{per_turn[n][t] * 1e3:9.2f}" for n in ENGINES)
         print(
-            f"{t + 1:4d} {contexts[t]:5d} | {row} | {ceilings[t] * 1e3:7.2f}  {ceilings[t] / per_turn['new'][t]:8.0%}"
+            f"{t + 1:4d} {contexts[t]:5d} | {row} | {ceilings[t] * 1e3:14.2f}  {ceilings[t] / per_turn['new'][t]:8.0%}"
         )
     mean = {n: statistics.fmean(per_turn[n]) for n in ENGINES}
     print("\nover the run (mean of the turns' step times):")
@@ -242,16 +259,19 @@ def report(  # type: ignore[no-untyped-def]
         "  " + "  ".join(f"{n} {mean[n] * 1e3:.2f} ms/step = {EPISODES / mean[n]:.0f} tok/s" for n in ENGINES)
     )
     print(
-        f"  new/old {mean['old'] / mean['new']:.2f}x, new/hf loop {mean['hf loop'] / mean['new']:.2f}x; per repeat: "
+        f"  new/old {mean['old'] / mean['new']:.2f}x, new/hf loop {mean['hf loop'] / mean['new']:.2f}x, "
+        f"new/slots {mean['slots'] / mean['new']:.2f}x; per repeat (new/old, new/hf loop, new/slots): "
         + ", ".join(
-            f"{statistics.fmean(o) / statistics.fmean(w):.2f}x / {statistics.fmean(h) / statistics.fmean(w):.2f}x"
-            for o, w, h in zip(steps["old"], steps["new"], steps["hf loop"], strict=True)
+            " / ".join(f"{statistics.fmean(other) / statistics.fmean(w):.2f}x" for other in (o, h, s))
+            for o, w, h, s in zip(steps["old"], steps["new"], steps["hf loop"], steps["slots"], strict=True)
         )
     )
     ceiling = statistics.fmean(ceilings)
     print(
-        f"  ceiling {ceiling * 1e3:.2f} ms/step at the copy bandwidth: new at {ceiling / mean['new']:.0%} of it "
-        f"({ceiling * copy_bw / read_bw / mean['new']:.0%} of the read-bandwidth one)"
+        f"  ceiling {ceiling * 1e3:.2f} ms/step at the read bandwidth: new at {ceiling / mean['new']:.0%} of it, "
+        f"slots at {ceiling / mean['slots']:.0%} (at the copy bandwidth, {ceiling * read_bw / copy_bw * 1e3:.2f} "
+        "ms/step, the bound this bench used before the kernels: new "
+        f"{ceiling * read_bw / copy_bw / mean['new']:.0%})"
     )
     tokens = EPISODES * RESPONSE * turns
     print("all in (whole turns: prefill, sampling, loop), tokens/s per repeat:")

@@ -25,6 +25,12 @@ synchronous (s = 0) for 16 steps and prints their wall times: the sum of the ste
 
     PYTHONPATH=$PWD python bench/pipeline_modes.py [--config configs/demo.toml] [--steps 6] [--rounds 2]
     PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-vanilla [--eval] [--config configs/demo.toml]
+    PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-kernels [--steps 6] [--rounds 1]
+
+``--compare-kernels`` trains synchronous steps with the rollout engine's compiled decode kernels
+(``[models] native_kernels``, the default) and without them (torch's ops), alternating, and prints
+the rollout's share of the step time (``rollout_s / total_s`` of steps 2..N) and each pool's
+seconds per step for both (issue 34's "rollout share of a demo step").
 
 ``--eval`` also evaluates each run after its last step as the config says (untimed), so the
 student's success under s = 1 can be set beside the synchronous run's.
@@ -60,12 +66,14 @@ class Mode:
     method: str | None  # None: the config's own
     staleness: int
     stream_teacher: bool
+    native_kernels: bool = True  # [models] native_kernels: the rollout's compiled decode kernels
 
 
 SYNCHRONOUS = Mode("synchronous", None, 0, False)
 OVERLAPPED = Mode("streamed + s=1", None, 1, True)
 TURNOPD_OVERLAPPED = Mode("TurnOPD, streamed + s=1", "turnopd", 1, True)
 VANILLA_SYNCHRONOUS = Mode("vanilla OPD, synchronous", "vanilla", 0, False)
+SYNCHRONOUS_TORCH_OPS = Mode("synchronous, torch ops", None, 0, False, native_kernels=False)
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,7 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool 
         "learner": {"checkpoint_every": 1_000_000},
         "metrics": {"enabled": False},
         "pipeline": {"max_staleness": mode.staleness, "stream_teacher": mode.stream_teacher},
+        "models": {"native_kernels": mode.native_kernels},
     }
     settings = load_settings(config, overrides)
     run = RunDir(root)
@@ -165,6 +174,28 @@ def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
     print(f"  T_sep {model.model_step_s:.1f} s: {model.speedup:.2f}x the synchronous step")
 
 
+def compare_kernels(config: Path, steps: int, rounds: int, tmp: Path) -> None:
+    """Synchronous steps with the rollout engine's compiled decode kernels and without (torch's ops),
+    alternating: the rollout's share of the step time, and each pool's seconds per step."""
+    runs = [
+        run_mode(config, mode, steps, tmp / f"{i}-{mode.native_kernels}")
+        for i in range(rounds)
+        for mode in (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS)
+    ]
+    print(f"\n{config}, {steps} steps per run, synchronous, {rounds} round(s):")
+    print_runs(runs)
+    print(f"\n{'mode':<26} {'step s':>8} " + " ".join(f"{p + ' s':>10}" for p in POOLS) + "  rollout share")
+    for mode in (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS):
+        steps_after_first = [m.times for r in runs if r.mode == mode for m in r.metrics[1:]]
+        model = separate_machines([m for r in runs if r.mode == mode for m in r.metrics[1:]])
+        share = statistics.mean(t.rollout_s / t.total_s for t in steps_after_first)
+        print(
+            f"{mode.name:<26} {model.step_s:>8.1f} "
+            + " ".join(f"{model.busy[p]:>10.1f}" for p in POOLS)
+            + f"  {100 * share:.1f}%"
+        )
+
+
 def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path, final_eval: bool) -> None:
     runs = [
         run_mode(config, mode, steps, tmp / f"{i}-{mode.method}", final_eval)
@@ -207,6 +238,11 @@ def main() -> None:
     )
     parser.add_argument("--compare-vanilla", action="store_true", help="TurnOPD s=1 against vanilla OPD s=0.")
     parser.add_argument(
+        "--compare-kernels",
+        action="store_true",
+        help="Synchronous steps with the rollout's compiled decode kernels against torch's ops.",
+    )
+    parser.add_argument(
         "--eval",
         action="store_true",
         help="With --compare-vanilla: evaluate each run after its last step as the config says (untimed).",
@@ -230,6 +266,8 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         if args.compare_vanilla:
             compare_vanilla(args.config, steps, rounds, root, args.eval)
+        elif args.compare_kernels:
+            compare_kernels(args.config, steps, rounds, root)
         else:
             compare_modes(args.config, steps, rounds, root)
 

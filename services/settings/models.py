@@ -61,6 +61,13 @@ class ModelsSettings(Section):
         "decode step where the model allows it (fp32 Qwen3 on the CPU); false: the Hugging Face path "
         "everywhere (bench/eval_engines.py compares the two).",
     )
+    native_kernels: bool = Field(
+        True,
+        description="KV-slot path: build its decode kernels (few-row matmul, one-token attention) with "
+        "the C compiler ($CC or cc, -march=native) into <cache_dir>/kernels on first use; without a "
+        "compiler, or false: torch's ops (the same numbers within float32 rounding, slower; "
+        "bench/decode_ceiling.py compares them).",
+    )
     vllm_gpu_memory_utilization: float = Field(
         0.5, gt=0.0, le=1.0, description="Share of GPU memory a vLLM engine may take (weights + KV cache)."
     )

@@ -18,6 +18,7 @@ def make_engine(
     prefix_cache_mb: int = 0,
     gpu_memory_utilization: float = 0.5,
     kv_slots: bool = True,
+    native_kernels: bool = True,
 ) -> GenerationEngine:
     """A ``GenerationEngine`` of ``kind`` over the model ``reference`` (zoo name or checkpoint path)."""
     match kind:
@@ -32,6 +33,7 @@ def make_engine(
                 cache_dir=cache_dir,
                 prefix_cache_mb=prefix_cache_mb,
                 kv_slots=kv_slots,
+                native_kernels=native_kernels,
             )
         case "vllm":
             from services.rollout_worker.engines.vllm_engine import VLLMEngine
@@ -59,4 +61,5 @@ def engine_from_settings(settings: ModelsSettings, reference: str, seed: int) ->
         prefix_cache_mb=settings.prefix_cache_mb,
         gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
         kv_slots=settings.kv_slots,
+        native_kernels=settings.native_kernels,
     )

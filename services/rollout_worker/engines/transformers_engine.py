@@ -5,7 +5,9 @@ Two paths behind one interface, the same sampling and log-probs:
 * **KV slots** (Qwen3, fp32, CPU: every zoo and shipped model): each sequence owns a persistent
   slot (``kv_slots.SlotPool``) that a functional forward (``qwen3_decode.Qwen3Decoder``) writes in
   place; a turn prefills only what its slot does not hold yet. Decode at batch 4 is bound by memory
-  bandwidth, and this path moves little more than the weights and each row's keys and values.
+  bandwidth, and this path moves little more than the weights and each row's keys and values: where
+  a C compiler is found, a decode step runs on kernels compiled for this CPU
+  (``native_kernels.py``), otherwise on torch's ops.
 * **Hugging Face forward** (any other model): prompts are left-padded into one batch and prefilled
   in one pass into a ``DynamicCache``; prefixes are reused across calls through ``PrefixKVStore``.
 
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services.cache_dir import resolve_cache_dir
 from services.errors import InputError
 from services.rollout_worker.engines.base import (
     FinishReason,
@@ -32,6 +35,7 @@ from services.rollout_worker.engines.base import (
     validate_prompts,
 )
 from services.rollout_worker.engines.kv_slots import SlotPool
+from services.rollout_worker.engines.native_kernels import DecodeKernels, available_kernels
 from services.rollout_worker.engines.prefix_cache import (
     CachedPrefix,
     PrefixKVStore,
@@ -69,16 +73,25 @@ class TransformersEngine(GenerationEngine):
         seed: int = 0,
         prefix_cache_bytes: int = 0,
         kv_slots: bool = True,
+        native_kernels: bool = True,
+        cache_dir: Path | None = None,
     ) -> None:
         """``prefix_cache_bytes``: memory for states kept across calls (0: none); ``kv_slots=False``
-        forces the Hugging Face path on a model the KV-slot path could run (benches compare them)."""
+        forces the Hugging Face path on a model the KV-slot path could run (benches compare them);
+        ``native_kernels``: the KV-slot path's compiled decode kernels, built under the cache root
+        (``cache_dir``, else the default) where a C compiler is found (false: torch's ops)."""
         super().__init__(stop_token_ids)
         self.model = model.eval()
         self._pad = int(pad_token_id)
         self._seed = seed
         self._calls = 0
         self.unsupported = unsupported_reason(self.model) if kv_slots else "kv_slots=False"
-        self._decoder = Qwen3Decoder(self.model) if self.unsupported is None else None
+        kernels = None
+        if self.unsupported is None and native_kernels:
+            found = available_kernels(resolve_cache_dir(cache_dir))
+            kernels = found if isinstance(found, DecodeKernels) else None
+        self.kernels = kernels
+        self._decoder = Qwen3Decoder(self.model, kernels) if self.unsupported is None else None
         self._slots = (
             SlotPool(self._decoder.slot_shape, prefix_cache_bytes) if self._decoder is not None else None
         )
@@ -97,6 +110,7 @@ class TransformersEngine(GenerationEngine):
         cache_dir: Path | None = None,
         prefix_cache_mb: int = 0,
         kv_slots: bool = True,
+        native_kernels: bool = True,
     ) -> "TransformersEngine":
         """Load a zoo model or checkpoint path; stop on ``<|im_end|>`` and the model's eos ids."""
         from services.agent.chat_format import end_of_turn_id
@@ -119,6 +133,8 @@ class TransformersEngine(GenerationEngine):
             seed=seed,
             prefix_cache_bytes=prefix_cache_mb << 20,
             kv_slots=kv_slots,
+            native_kernels=native_kernels,
+            cache_dir=cache_dir,
         )
 
     @property
@@ -175,8 +191,9 @@ class TransformersEngine(GenerationEngine):
         logprobs: list[list[float]] = [[] for _ in prompts]
         finish: list[FinishReason] = ["length"] * len(prompts)
         live = list(range(len(prompts)))  # request index of each row still in the batch
+        sample = self.kernels.sample if self.kernels is not None else sample_tokens
         for step in range(params.max_new_tokens):
-            ids_B, logp_B = sample_tokens(logits_B_V, params.temperature, generator)
+            ids_B, logp_B = sample(logits_B_V, params.temperature, generator)
             last_step = step == params.max_new_tokens - 1
             keep = []
             for row, (request, token, logp) in enumerate(

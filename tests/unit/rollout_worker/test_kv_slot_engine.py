@@ -16,12 +16,21 @@ def model(zoo_cache: Path):
     return load_causal_lm("student", cache_dir=zoo_cache)
 
 
-def slot_engine(model, budget: int = 64 << 20, stop: int | None = None) -> TransformersEngine:
+def slot_engine(
+    model, budget: int = 64 << 20, stop: int | None = None, native: bool = True
+) -> TransformersEngine:
+    """The KV-slot path, with the compiled decode kernels (``native``; this machine has a compiler, so
+    they must build) or torch's ops."""
     vocab = model.config.vocab_size
     engine = TransformersEngine(
-        model, [vocab - 1 if stop is None else stop], pad_token_id=0, prefix_cache_bytes=budget
+        model,
+        [vocab - 1 if stop is None else stop],
+        pad_token_id=0,
+        prefix_cache_bytes=budget,
+        native_kernels=native,
     )
     assert engine.unsupported is None and engine.slots is not None
+    assert (engine.kernels is not None) == native
     return engine
 
 
@@ -50,8 +59,9 @@ def play_turns(engine: TransformersEngine, turns: int, temperature: float, check
     return conversations
 
 
-def test_greedy_turns_reusing_their_slots_equal_a_full_forwards_argmax(model):
-    engine = slot_engine(model)
+@pytest.mark.parametrize("native", [True, False], ids=["kernels", "torch-ops"])
+def test_greedy_turns_reusing_their_slots_equal_a_full_forwards_argmax(model, native: bool):
+    engine = slot_engine(model, native=native)
 
     def check(prompt, gen):
         assert gen.token_ids == full_forward_logprobs(model, prompt, gen.token_ids, 0.0).argmax(-1).tolist()
@@ -59,9 +69,10 @@ def test_greedy_turns_reusing_their_slots_equal_a_full_forwards_argmax(model):
     play_turns(engine, turns=5, temperature=0.0, check=check)
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["kernels", "torch-ops"])
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_recorded_logprobs_equal_a_full_forwards_log_softmax(model, temperature: float):
-    engine = slot_engine(model)
+def test_recorded_logprobs_equal_a_full_forwards_log_softmax(model, temperature: float, native: bool):
+    engine = slot_engine(model, native=native)
 
     def check(prompt, gen):
         steps_T_V = full_forward_logprobs(model, prompt, gen.token_ids, temperature)
