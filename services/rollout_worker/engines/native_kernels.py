@@ -1,14 +1,16 @@
-"""The decode step's two memory-bound kernels (``decode_kernels.c``), compiled for this machine on
-first use and called through ``ctypes``.
+"""The decode step's kernels (``decode_kernels.c``), compiled for this machine on first use and
+called through ``ctypes``.
 
 At batch 4 a decode step reads the weights once and every row's keys and values once; it is bound
 by memory bandwidth. On the CPU, MKL's GEMM at M = 4 and PyTorch's attention for one query stream
 their operand at about half of what a plain vectorised loop reaches (``bench/decode_ceiling.py``),
-so the KV-slot path (``qwen3_decode.py``) runs these two instead where they are available:
+so the KV-slot path (``qwen3_decode.py``) runs these instead where they are available:
 
-* ``matmul(x, w)``: ``x @ w.T`` for a few rows;
-* ``decode_attention(...)``: for each sequence of a batch, write its new key and value into its
-  slot and attend over the slot, all rows of one layer in one call;
+* ``matmul(x, w, ...)``: ``x @ w.T`` for a few rows, with an RMSNorm or a SiLU gate before it and
+  the residual add after it fused in;
+* ``decode_attention(...)``: for each sequence of a batch, RMS-norm and rotate its new query and
+  key heads, write its key and value into its slot and attend over the slot, all rows of one
+  layer in one call;
 * ``sample(...)``: the next token of each row by inverse CDF, as ``sampler.sample_tokens`` does.
 
 Built with the C compiler (``$CC``, else ``cc``) and ``-O3 -march=native`` into
