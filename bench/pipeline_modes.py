@@ -151,12 +151,24 @@ def mean_of(runs: list[Measured], mode: Mode) -> tuple[float, float]:
     return statistics.mean(r.steps_per_hour for r in mine), statistics.mean(r.cpu for r in mine)
 
 
-def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
-    runs = [
-        run_mode(config, mode, steps, tmp / f"{i}-{mode.staleness}")
+def alternate(
+    config: Path, modes: tuple[Mode, ...], steps: int, rounds: int, tmp: Path, final_eval: bool = False
+) -> list[Measured]:
+    """``rounds`` runs of each mode, the modes alternating, each in a directory of its own."""
+    return [
+        run_mode(config, mode, steps, tmp / f"{i}-{m}", final_eval)
         for i in range(rounds)
-        for mode in (SYNCHRONOUS, OVERLAPPED)
+        for m, mode in enumerate(modes)
     ]
+
+
+def after_first(runs: list[Measured], mode: Mode) -> list[StepMetrics]:
+    """The metrics of ``mode``'s steps 2..N over its runs (step 1 warms up)."""
+    return [m for r in runs if r.mode == mode for m in r.metrics[1:]]
+
+
+def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
+    runs = alternate(config, (SYNCHRONOUS, OVERLAPPED), steps, rounds, tmp)
     print(f"\n{config}, {steps} steps per run, modes alternating, {rounds} round(s):")
     print_runs(runs)
     sync, sync_cpu = mean_of(runs, SYNCHRONOUS)
@@ -164,7 +176,7 @@ def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
     print(f"\nsynchronous: {sync:.1f} steps/h, CPU {pct(sync_cpu)}")
     print(f"streamed + s=1: {over:.1f} steps/h, CPU {pct(over_cpu)}")
     print(f"ratio streamed + s=1 / synchronous: {over / sync:.2f}x")
-    model = separate_machines([m for r in runs if r.mode == SYNCHRONOUS for m in r.metrics[1:]])
+    model = separate_machines(after_first(runs, SYNCHRONOUS))
     busy = ", ".join(f"{p} {model.busy[p]:.1f} s" for p in POOLS)
     print(
         "\nseparate machines (model: T_sep = max(rollout, teacher, learner busy) + other, on the "
@@ -177,18 +189,13 @@ def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
 def compare_kernels(config: Path, steps: int, rounds: int, tmp: Path) -> None:
     """Synchronous steps with the rollout engine's compiled decode kernels and without (torch's ops),
     alternating: the rollout's share of the step time, and each pool's seconds per step."""
-    runs = [
-        run_mode(config, mode, steps, tmp / f"{i}-{mode.native_kernels}")
-        for i in range(rounds)
-        for mode in (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS)
-    ]
+    runs = alternate(config, (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS), steps, rounds, tmp)
     print(f"\n{config}, {steps} steps per run, synchronous, {rounds} round(s):")
     print_runs(runs)
     print(f"\n{'mode':<26} {'step s':>8} " + " ".join(f"{p + ' s':>10}" for p in POOLS) + "  rollout share")
     for mode in (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS):
-        steps_after_first = [m.times for r in runs if r.mode == mode for m in r.metrics[1:]]
-        model = separate_machines([m for r in runs if r.mode == mode for m in r.metrics[1:]])
-        share = statistics.mean(t.rollout_s / t.total_s for t in steps_after_first)
+        model = separate_machines(after_first(runs, mode))
+        share = statistics.mean(m.times.rollout_s / m.times.total_s for m in after_first(runs, mode))
         print(
             f"{mode.name:<26} {model.step_s:>8.1f} "
             + " ".join(f"{model.busy[p]:>10.1f}" for p in POOLS)
@@ -197,11 +204,7 @@ def compare_kernels(config: Path, steps: int, rounds: int, tmp: Path) -> None:
 
 
 def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path, final_eval: bool) -> None:
-    runs = [
-        run_mode(config, mode, steps, tmp / f"{i}-{mode.method}", final_eval)
-        for i in range(rounds)
-        for mode in (TURNOPD_OVERLAPPED, VANILLA_SYNCHRONOUS)
-    ]
+    runs = alternate(config, (TURNOPD_OVERLAPPED, VANILLA_SYNCHRONOUS), steps, rounds, tmp, final_eval)
     print(f"\n{config}, {steps} steps per run, {rounds} round(s):")
     print_runs(runs)
     print(f"\n{'mode':<26} {'sum of step times s':>20} {'wall s, steps 2..N':>20}")

@@ -2,8 +2,10 @@
 
 The pytest process already drives the session's own Ray cluster (``ray_session``), and a process
 drives one cluster at most; so the multi-node cluster lives in a keeper process of its own
-(``python tests/local_cluster.py SPEC``, Ray's ``cluster_utils.Cluster``), which the test talks to
-over its stdin/stdout, one JSON line each way:
+(``python tests/local_cluster.py SPEC FD``, Ray's ``cluster_utils.Cluster``), which the test talks
+to one JSON line each way: requests on its stdin, answers on a pipe of their own (file descriptor
+FD), never on its stdout, where Ray's processes print too (a raylet's death notice once landed in
+the middle of an answer line):
 
 - it starts the head (no pool resources, the dashboard for Ray's state API) and one node per
   entry of SPEC (a JSON list of ``{"num_cpus": .., "resources": {..}}``), starts Serve with its
@@ -48,8 +50,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def keep(spec: list[dict[str, Any]]) -> None:
+def keep(spec: list[dict[str, Any]], answers_fd: int) -> None:
     """The keeper process's body (see the module's docstring)."""
+    os.set_inheritable(answers_fd, False)  # Ray's node processes must not hold the answer pipe
+    answers = os.fdopen(answers_fd, "w")
+
+    def answer(message: dict[str, Any]) -> None:
+        answers.write(json.dumps(message) + "\n")
+        answers.flush()
+
     import ray
     from ray import serve
     from ray.cluster_utils import Cluster
@@ -97,24 +106,24 @@ def keep(spec: list[dict[str, Any]]) -> None:
         cluster.shutdown()
 
 
-def answer(message: dict[str, Any]) -> None:
-    print(json.dumps(message), flush=True)
-
-
 class LocalCluster:
     """The test's side: starts the keeper, asks it things, shuts it down (a context manager)."""
 
     def __init__(self, spec: list[dict[str, Any]], log: Path) -> None:
         self._log = log.open("w")
         self._tmp = tempfile.mkdtemp(prefix="rmn", dir="/tmp")  # short: Ray's socket paths have a limit
+        read_end, write_end = os.pipe()
         self._keeper = subprocess.Popen(
-            [sys.executable, __file__, json.dumps(spec)],
+            [sys.executable, __file__, json.dumps(spec), str(write_end)],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=self._log,
             stderr=self._log,
             text=True,
             env=self.env(with_address=False),
+            pass_fds=(write_end,),
         )
+        os.close(write_end)  # the keeper holds the only writer: its end is this reader's end of file
+        self._answers = os.fdopen(read_end, "r")
         ready = self._read()
         self.address: str = ready["address"]
         self.nodes: list[str] = ready["nodes"]
@@ -144,14 +153,11 @@ class LocalCluster:
         return self._read()
 
     def _read(self) -> dict[str, Any]:
-        assert self._keeper.stdout is not None
-        line = ""
-        while not line.startswith("{"):  # Ray may print a line of its own
-            line = self._keeper.stdout.readline()
-            if not line:
-                self._log.flush()
-                code = self._keeper.wait()
-                raise RuntimeError(f"the cluster keeper ended (exit {code}); its log: {self._log.name}")
+        line = self._answers.readline()
+        if not line:
+            self._log.flush()
+            code = self._keeper.wait()
+            raise RuntimeError(f"the cluster keeper ended (exit {code}); its log: {self._log.name}")
         message: dict[str, Any] = json.loads(line)
         if "error" in message:
             raise RuntimeError(message["error"])
@@ -164,6 +170,7 @@ class LocalCluster:
             self._keeper.wait(timeout=120)
         except subprocess.TimeoutExpired:
             self._keeper.kill()
+        self._answers.close()
         self._log.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
@@ -175,4 +182,4 @@ class LocalCluster:
 
 
 if __name__ == "__main__":
-    keep(json.loads(sys.argv[1]))
+    keep(json.loads(sys.argv[1]), int(sys.argv[2]))

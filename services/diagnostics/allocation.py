@@ -9,6 +9,7 @@ Definitions (R = reliable prefix length; thirds from ``reliable_prefix.thirds``)
 * phases: with S steps in step order, step i (0-based) is early if i < 0.3 S, mid if i < 0.6 S, else late.
 """
 
+import math
 from collections.abc import Sequence
 from itertools import pairwise
 from statistics import fmean
@@ -53,7 +54,12 @@ def _share(shares: list[float], turns: range) -> float | None:
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
-    return None if num is None or den is None or den == 0.0 else num / den
+    """``num / den``, None where it is undefined or overflows (``den`` zero or, as a subnormal KL can
+    be, so small that the quotient is not a finite float)."""
+    if num is None or den is None or den == 0.0:
+        return None
+    quotient = num / den
+    return quotient if math.isfinite(quotient) else None
 
 
 def summarise_steps(name: str, steps: Sequence[StepStats], prefix: int) -> PhaseStats:

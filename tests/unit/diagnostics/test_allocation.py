@@ -85,6 +85,22 @@ def reference_prefix_and_budget(records, min_surv, min_frac, min_step):
     return R, float(np.mean(budgets))
 
 
+def test_a_deep_shallow_ratio_that_overflows_is_none_not_inf():
+    """A shallow third whose KL is subnormal (hypothesis found one: 5e-324 per token) divides a
+    normal deep KL into infinity; the ratio is then undefined (None), like a zero shallow KL."""
+    thresholds = DiagnosticsSettings(min_survivors=1, min_survivor_frac=0.0, min_step_frac=0.0)
+    tiny = traj([1, 1, 1], [5e-324, 0.5, 2.0])
+    records = [TurnStatsRecord(step=1, probe=True, alpha=0.0, h_roll=3, trajectories=[tiny])]
+    report = diagnose(records, BlendSettings(min_floor=1, min_frac=0.0), thresholds)
+    assert report.shallow_turns == [0] and report.deep_turns == [2]
+    assert report.deep_shallow_kl_ratio is None
+    assert all(p.deep_shallow_kl_ratio is None for p in report.phases.values() if p.n_steps)
+    normal = traj([1, 1, 1], [1e-3, 0.5, 2.0])
+    records = [TurnStatsRecord(step=1, probe=True, alpha=0.0, h_roll=3, trajectories=[normal])]
+    ratio = diagnose(records, BlendSettings(min_floor=1, min_frac=0.0), thresholds).deep_shallow_kl_ratio
+    assert ratio == pytest.approx(2.0 / 1e-3)
+
+
 @st.composite
 def runs(draw):
     records = []
