@@ -191,7 +191,7 @@ class OverlappedSteps:
 
     def _learn(self, k: int, learner: LearnerLike) -> StepOutcome:
         waiting = time.perf_counter()
-        item = self._wait(lambda: self._batches.get(k))
+        item = self._wait(lambda: self._batches.get(k), ready_first=True)
         took = time.perf_counter()
         with self.activity.busy("learner"):
             result, weights_ref = learner.step(item.batch)
@@ -266,10 +266,15 @@ class OverlappedSteps:
         """True once the learner lane has finished ``step`` (None: not yet)."""
         return True if self._done >= step else None
 
-    def _wait(self, ready: Callable[[], T | None]) -> T:
-        """Wait until ``ready()`` has a value; LaneStopped (or the other lane's failure) first."""
+    def _wait(self, ready: Callable[[], T | None], ready_first: bool = False) -> T:
+        """Wait until ``ready()`` has a value; LaneStopped (or the other lane's failure) first, unless
+        ``ready_first``: the learner lane still takes every batch handed over before the rollout
+        lane failed (steps played in full), and only then raises its failure."""
         with self._changed:
             while True:
+                value = ready() if ready_first else None
+                if value is not None:
+                    return value
                 self._raise_failure()
                 if self._stopping:
                     raise LaneStopped("the run is stopping")

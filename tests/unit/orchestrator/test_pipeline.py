@@ -201,6 +201,25 @@ def test_a_failed_rollout_stops_the_learner_lane_after_the_steps_before_it():
     assert [o.metrics.step for o in outcomes] == [1, 2]
 
 
+def test_a_batch_handed_over_before_the_rollout_lane_failed_is_still_learned():
+    """The race a clean clone once lost: step 3's rollout fails before the learner lane has taken
+    step 2's batch (here: step 1's callback waits for the failure). Step 2 was played in full, so
+    it is learned; only then does the failure stop the run."""
+    outcomes = []
+    _, lanes = lanes_over(settings(), LanePool([], empty_at=3), evals=[])
+
+    def on_step(outcome):
+        outcomes.append(outcome)
+        deadline = time.monotonic() + 10
+        while outcome.metrics.step == 1 and lanes._failure is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lanes._failure is not None or outcome.metrics.step != 1
+
+    with pytest.raises(NoTrajectoriesError, match="step 3: all 4 episodes failed"):
+        lanes.run(lambda: LaneLearner([]), 0.0, on_step)
+    assert [o.metrics.step for o in outcomes] == [1, 2]
+
+
 def test_a_failed_update_stops_the_rollout_lane():
     _, lanes = lanes_over(settings(), LanePool([]), evals=[])
     with pytest.raises(RuntimeError, match="learner broke at step 2"):
