@@ -13,10 +13,11 @@ batch 4 needs to stay near the bytes it must move:
   slot's valid prefix (a view, never a copy); a decode query needs no mask at all, and a prefill
   builds one causal mask per row and call, shared by every layer;
 * rotary cos/sin come from one table indexed by position;
-* given ``native_kernels.DecodeKernels``, the few-row matmuls and a decode step's attention (each
-  row's new key and value written into its slot, then its queries over the slot, all rows of a
-  layer in one call) run as this machine's compiled loops, which stream the weights and the slots
-  at about twice the speed of MKL's small GEMMs and PyTorch's CPU attention; otherwise torch's ops.
+* given ``native_kernels.DecodeKernels``, a decode step runs as this machine's compiled loops: five
+  calls a layer (few-row matmuls with the norms, SiLU gate and residual adds fused in; one
+  attention call that norms and rotates q and k, writes each row's key and value into its slot and
+  attends over it), which stream the weights and the slots at about twice the speed of MKL's small
+  GEMMs and PyTorch's CPU attention; a short prefill uses the few-row matmul; otherwise torch's ops.
 """
 
 from collections.abc import Sequence
@@ -158,11 +159,11 @@ class Qwen3Decoder:
         """Feed one token per row (``ids_B`` at ``positions``); the next logits (``[B, V]``)."""
         import torch
 
+        if self.kernels is not None:
+            return self._decode_native(self.kernels, slots, ids_B, list(positions))
         spans = [
             _Span(slot, pos, row, 1) for row, (slot, pos) in enumerate(zip(slots, positions, strict=True))
         ]
-        if self.kernels is not None:
-            return self._decode_native(self.kernels, slots, ids_B, list(positions))
         return self._logits(self._forward(ids_B, torch.tensor(positions), spans))
 
     def _decode_native(
