@@ -32,10 +32,12 @@ from services.ray_names import TEACHER_APP as APP_NAME
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.codec import pack_scores
 from services.teacher_scorer.completions_codec import (
+    completion_json,
     completion_request,
     rows_from_prompts,
     scores_from_completion,
 )
+from services.teacher_scorer.completions_native import codec_kernels
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -159,6 +161,41 @@ def bytes_per_scored_token(url: str, rows: list[ScoreRow], top_k: int) -> tuple[
     return len(answer.content) / scored, len(answer.content) / answered, packed_bytes / scored
 
 
+def codec_costs(
+    url: str, rows: list[ScoreRow], top_k: int, repeats: int = 5
+) -> tuple[tuple[float, float], tuple[float | None, float | None]]:
+    """µs per scored token to write and to read one request's answer, in Python and with the
+    compiled codec (None where it cannot be built), best of ``repeats``, side by side."""
+    body = completion_request(rows, top_k, "teacher").model_dump_json(exclude_none=True)
+    answer = httpx.post(f"{url}/v1/completions", content=body, headers={"content-type": "application/json"})
+    answer.raise_for_status()
+    prompts = [r.token_ids_T.tolist() for r in rows]
+    served = rows_from_prompts(prompts)
+    scores = scores_from_completion(answer.content, served, top_k)
+    scored = sum(len(r.positions_P) for r in rows)
+
+    def best(call: Callable[[], object]) -> float:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        return min(times) / scored * 1e6
+
+    python = (
+        best(lambda: completion_json(prompts, scores, "teacher")),
+        best(lambda: scores_from_completion(answer.content, rows, top_k)),
+    )
+    kernels = codec_kernels(True)
+    if kernels is None:
+        return python, (None, None)
+    native = (
+        best(lambda: completion_json(prompts, scores, "teacher", kernels)),
+        best(lambda: scores_from_completion(answer.content, rows, top_k, kernels)),
+    )
+    return python, native
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -174,9 +211,16 @@ def main() -> None:
     parser.add_argument("--max-batch-tokens", type=int, default=32768)
     parser.add_argument("--batch-wait", type=float, default=0.02)
     parser.add_argument("--replica-cpus", type=float, default=float(os.cpu_count() or 1))
+    parser.add_argument(
+        "--native-codec",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="[teacher] native_codec: /v1/completions answers written (app) and read (client) in C",
+    )
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-endpoint", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds of quiet before each service arm")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -209,6 +253,7 @@ def main() -> None:
         token_budget=args.token_budget,
         max_batch_tokens=args.max_batch_tokens,
         batch_wait_timeout_s=args.batch_wait,
+        native_codec=args.native_codec,
     )
     handle = serve.run(teacher_application(settings, args.top_k), name=APP_NAME, route_prefix="/teacher")
     client = TeacherHandleClient(handle)
@@ -216,7 +261,8 @@ def main() -> None:
     asyncio.run(through_client(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
     before = handle.stats.remote().result()
     # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
-    endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k)
+    codec = codec_kernels(args.native_codec)
+    endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k, codec=codec)
     times: dict[str, list[float]] = {
         "bare": [],
         "bare_all": [],
@@ -227,18 +273,26 @@ def main() -> None:
     }
     work_all = each_request(work, every_position)
     work_endpoint = each_request(work, as_endpoint_rows)
-    for _ in range(args.rounds):
+    service: dict[str, Callable[[], float]] = {
+        "handle": lambda: asyncio.run(through_client(client, work, args.top_k)),
+    }
+    if not args.skip_http:
+        service["http"] = lambda: asyncio.run(through_http(url, work, args.top_k))
+    if not args.skip_endpoint:
+        service["endpoint"] = lambda: asyncio.run(through_client(endpoint, work, args.top_k))
+        service["handle_all"] = lambda: asyncio.run(through_client(client, work_all, args.top_k))
+    for round_ in range(args.rounds):
         times["bare"].append(bare_forward(scorer, work, args.top_k))
         if not args.skip_endpoint:
             times["bare_all"].append(bare_forward(scorer, work_endpoint, args.top_k))
-        times["handle"].append(asyncio.run(through_client(client, work, args.top_k)))
-        if not args.skip_http:
-            times["http"].append(asyncio.run(through_http(url, work, args.top_k)))
-        if not args.skip_endpoint:
-            times["endpoint"].append(asyncio.run(through_client(endpoint, work, args.top_k)))
-            times["handle_all"].append(asyncio.run(through_client(client, work_all, args.top_k)))
+        # The service arms in turn, every other round backwards, each after a pause: the bare
+        # forwards' threads spin on after them, and whichever arm came next would pay for it.
+        for side in list(service)[:: 1 if round_ % 2 == 0 else -1]:
+            time.sleep(args.pause)
+            times[side].append(service[side]())
     after = handle.stats.remote().result()
     wire = None if args.skip_endpoint else bytes_per_scored_token(url, work.requests[0][0], args.top_k)
+    codec_times = None if args.skip_endpoint else codec_costs(url, work.requests[0][0], args.top_k)
     serve.shutdown()
     ray.shutdown()
 
@@ -261,9 +315,12 @@ def main() -> None:
     ):
         if times[side]:
             tps = work.scored / statistics.median(times[side])
+            paired = statistics.median(h / t for h, t in zip(times["handle"], times[side], strict=True))
             print(
                 f"service, {label}: {tps:8.0f} scored tokens/s   ratio service/bare {tps / bare_tps:.2f}"
-                f"   ratio to handle {tps / handle_tps:.2f}"
+                f"   ratio to handle {tps / handle_tps:.2f} (median of the rounds' own ratios {paired:.2f}: "
+                + " ".join(f"{h / t:.2f}" for h, t in zip(times["handle"], times[side], strict=True))
+                + ")"
             )
     if times["endpoint"]:
         # the endpoint's rows scored at every position through the handle: what the transport costs
@@ -286,6 +343,16 @@ def main() -> None:
             f"({json_answered:.0f} per answered position: it answers every one), packed handle format "
             f"{packed:.0f}; JSON / packed {json_scored / packed:.1f}"
         )
+    if codec_times is not None:
+        python_us, native_us = codec_times
+        for side, (python, native) in (
+            ("write", (python_us[0], native_us[0])),
+            ("read", (python_us[1], native_us[1])),
+        ):
+            print(
+                f"codec {side} of that answer, µs per scored token: Python {python:6.1f}, C "
+                + ("unavailable" if native is None else f"{native:6.1f}   Python / C {python / native:.1f}")
+            )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import uvicorn
 
 from services.contracts.teacher import ScoreRequest, ScoreResponse, TeacherContext
 from services.teacher_scorer.codec import requested_top_k, response_from_scores, rows_from_request
+from services.teacher_scorer.completions_native import codec_kernels
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
@@ -23,12 +24,16 @@ from services.teacher_scorer.transformers_engine import TransformersEngine, load
 class InProcessBackend:
     """Route glue only: validates, scores and answers in the request's own task."""
 
-    def __init__(self, scorer: TeacherScorer, default_top_k: int, model: str = "") -> None:
-        """``model``: the checkpoint whose tokenizer reads text prompts ("": none, text is refused)."""
+    def __init__(
+        self, scorer: TeacherScorer, default_top_k: int, model: str = "", native_codec: bool = True
+    ) -> None:
+        """``model``: the checkpoint whose tokenizer reads text prompts ("": none, text is refused);
+        ``native_codec``: ``[teacher] native_codec``."""
         self.scorer = scorer
         self.default_top_k = default_top_k
         self.tokenize = PromptTokenizer(model)
         self.served_model = model or "teacher"
+        self.codec_kernels = codec_kernels(native_codec)
         self.metrics = TeacherMetrics(replica="in-process")
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:

@@ -128,6 +128,13 @@ class TeacherSettings(Section):
     endpoint_model: EndpointModel = ""
     endpoint_api_key_env: ApiKeyEnv = ""
     endpoint_timeout_s: float = Field(300.0, gt=0.0, description="Longest wait for one endpoint answer.")
+    native_codec: bool = Field(
+        True,
+        description="Write and read /v1/completions answers (our app's, and an endpoint's in the run) with "
+        "the codec's C reader and writer, built with the C compiler ($CC or cc) into <cache root>/kernels "
+        "on first use; without a compiler, or false: Python's (the same answers, ~8x slower per scored "
+        "token; bench/teacher_throughput.py).",
+    )
     # Clients.
     client_max_attempts: int = Field(6, ge=1, description="Attempts of a client call before it gives up.")
     client_backoff_s: float = Field(0.5, gt=0.0, description="First retry delay; doubles per attempt.")

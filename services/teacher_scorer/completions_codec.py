@@ -14,7 +14,7 @@ import functools
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pydantic_core
@@ -23,6 +23,9 @@ from services.contracts.completions import CompletionRequest
 from services.errors import InputError, TurnOPDError
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.token_probe import first_difference
+
+if TYPE_CHECKING:
+    from services.teacher_scorer.completions_native import CodecKernels
 
 
 class EndpointAnswerError(TurnOPDError, ValueError):
@@ -41,8 +44,19 @@ def completion_request(rows: Sequence[ScoreRow], top_k: int, model: str | None) 
     )
 
 
-def scores_from_completion(body: bytes | str, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores]:
-    """Our top-K rows from the endpoint's JSON answer to ``completion_request(rows, top_k, ...)``.
+def scores_from_completion(
+    body: bytes | str, rows: Sequence[ScoreRow], top_k: int, kernels: "CodecKernels | None" = None
+) -> list[RowScores]:
+    """Our top-K rows from the endpoint's JSON answer to ``completion_request(rows, top_k, ...)``:
+    read by the compiled ``kernels`` where given and they take the answer, else (and for the error
+    saying what is wrong with it) in Python."""
+    if kernels is not None and (scores := kernels.read(body, rows, top_k)) is not None:
+        return scores
+    return python_scores_from_completion(body, rows, top_k)
+
+
+def python_scores_from_completion(body: bytes | str, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores]:
+    """``scores_from_completion`` in Python.
 
     Only the envelope and the positions the rows score are checked and converted: the answer holds
     K+1 entries at every position of every prompt, and most are never read (validating all of them
@@ -189,18 +203,24 @@ def _positions_json(prompt: list[int], scores: RowScores) -> str:
     return "[" + ",".join(positions) + "]"
 
 
-def completion_json(prompts: list[list[int]], scores: Sequence[RowScores], model: str) -> bytes:
+def completion_json(
+    prompts: list[list[int]], scores: Sequence[RowScores], model: str, kernels: "CodecKernels | None" = None
+) -> bytes:
     """The OpenAI-compatible answer (``CompletionResponse`` as JSON) for ``prompts`` from our scores
-    of every position of each (``rows_from_prompts``).
+    of every position of each (``rows_from_prompts``), the positions written by the compiled
+    ``kernels`` where given (the same text).
 
     Each position holds the top-K (ranks 1..K) and the token there. Written as text from the arrays:
     building K+1 dicts per position and dumping them cost twice as much, and a model's validation
     of scores our own engine made costs as much again (bench/teacher_throughput.py)."""
     choices = []
     for index, (prompt, row_scores) in enumerate(zip(prompts, scores, strict=True)):
-        head = f'{{"index":{index},"text":"","finish_reason":"length","prompt_logprobs":'
-        ids = pydantic_core.to_json(prompt).decode()
-        choices.append(f'{head}{_positions_json(prompt, row_scores)},"prompt_token_ids":{ids}}}')
+        head = f'{{"index":{index},"text":"","finish_reason":"length","prompt_logprobs":'.encode()
+        positions = None if kernels is None else kernels.positions_json(np.asarray(prompt), row_scores)
+        if positions is None:
+            positions = _positions_json(prompt, row_scores).encode()
+        ids = pydantic_core.to_json(prompt)
+        choices.append(b"".join((head, positions, b',"prompt_token_ids":', ids, b"}")))
     tokens = sum(len(p) for p in prompts)
     envelope = pydantic_core.to_json(
         {
@@ -213,4 +233,4 @@ def completion_json(prompts: list[list[int]], scores: Sequence[RowScores], model
         }
     ).decode()
     before, after = envelope.split('"choices":[]', 1)
-    return f'{before}"choices":[{",".join(choices)}]{after}'.encode()
+    return b"".join((before.encode(), b'"choices":[', b",".join(choices), b"]", after.encode()))

@@ -30,6 +30,7 @@ from services.teacher_scorer.completions_codec import (
     completion_request,
     scores_from_completion,
 )
+from services.teacher_scorer.completions_native import CodecKernels, codec_kernels
 from services.teacher_scorer.engine import RowScores, ScoreRow
 from services.teacher_scorer.http_client import RETRYABLE_ERRORS, TeacherHttpError, error_detail
 from services.teacher_scorer.retry import RetryPolicy
@@ -57,7 +58,7 @@ class TokenizerMismatchError(ConfigError):
 
 class EndpointTeacherClient:
     """Scores rows through an OpenAI-compatible ``/v1/completions`` (``model``: its served model name;
-    ``api_key``: sent as a bearer token)."""
+    ``api_key``: sent as a bearer token; ``codec``: the compiled reader of its answers, None: Python's)."""
 
     def __init__(
         self,
@@ -70,6 +71,7 @@ class EndpointTeacherClient:
         timeout_s: float = 300.0,
         transport: httpx.AsyncBaseTransport | None = None,
         max_context: int | None = None,
+        codec: CodecKernels | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/v1/completions"
@@ -82,6 +84,7 @@ class EndpointTeacherClient:
         self._transport = transport
         self.retries = 0  # attempts that failed and were sent again, over this client's life
         self._max_context = max_context  # None: asked of the server's /v1/models once
+        self._codec = codec  # the answers' compiled reader (None: Python's)
 
     async def limits(self) -> TeacherContext:
         """The longest sequence the endpoint scores: ``max_context`` if given, else its model's
@@ -95,7 +98,7 @@ class EndpointTeacherClient:
         k = top_k or self._default_top_k
         body = completion_request(rows, k, self.model).model_dump_json(exclude_none=True)
         response = await self._post(body)
-        return scores_from_completion(response.content, rows, k)
+        return scores_from_completion(response.content, rows, k, self._codec)
 
     async def check_top_k(self, top_k: int) -> None:
         """Start-up probe: TopKAboveCapError naming both numbers when the endpoint caps K below ``top_k``."""
@@ -221,6 +224,7 @@ def endpoint_client(
         policy=RetryPolicy.from_settings(teacher),
         timeout_s=teacher.endpoint_timeout_s,
         max_context=teacher.max_context,
+        codec=codec_kernels(teacher.native_codec),
     )
 
 

@@ -27,11 +27,13 @@ from services.http_auth import TokenProvider, require_service_token, set_token_p
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
 from services.teacher_scorer.completions_codec import completion_json, rows_from_prompts
+from services.teacher_scorer.completions_native import CodecKernels
 from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow
 
 
 class ScoreBackend(Protocol):
     served_model: str  # the name /v1/models lists: the teacher checkpoint as the app was given it
+    codec_kernels: CodecKernels | None  # /v1/completions writes its answers with these where set
 
     async def score(self, request: ScoreRequest) -> ScoreResponse: ...
 
@@ -103,7 +105,7 @@ async def completions(body: CompletionRequest, backend: Backend) -> Response:
     empty)."""
     prompts = [backend.tokenize(body.prompt)] if isinstance(body.prompt, str) else body.prompts
     scores = await backend.score_rows(rows_from_prompts(prompts), body.prompt_logprobs)
-    answer = completion_json(prompts, scores, body.model or "teacher")
+    answer = completion_json(prompts, scores, body.model or "teacher", backend.codec_kernels)
     return Response(content=answer, media_type="application/json")
 
 

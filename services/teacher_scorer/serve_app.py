@@ -35,6 +35,7 @@ from services.teacher_scorer.codec import (
     rows_from_packed,
     rows_from_request,
 )
+from services.teacher_scorer.completions_native import codec_kernels
 from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow, make_engine
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.packing import chunk_by_tokens
@@ -96,6 +97,7 @@ class TeacherDeployment:
         self._default_top_k = default_top_k
         self.tokenize = PromptTokenizer(settings.model)
         self.served_model = settings.model
+        self.codec_kernels = codec_kernels(settings.native_codec)
         self._chunk_tokens = settings.token_budget
         self._request_ids = itertools.count()
         self._metrics = TeacherMetrics(replica=ray.get_runtime_context().get_actor_name() or "local")

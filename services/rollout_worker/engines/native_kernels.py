@@ -13,27 +13,21 @@ so the KV-slot path (``qwen3_decode.py``) runs these instead where they are avai
   layer in one call;
 * ``sample(...)``: the next token of each row by inverse CDF, as ``sampler.sample_tokens`` does.
 
-Built with the C compiler (``$CC``, else ``cc``) and ``-O3 -march=native`` into
-``<cache root>/kernels/decode-<key>.so``, where the key hashes the source, the flags and this CPU's
-model and feature flags (a cache shared by machines of other CPUs builds one library per kind). A
-build writes a private file and renames it into place, so workers that start together may all
-build, and none reads a half-written library. Before it is used, a library must match torch on a
+Built with ``-O3 -march=native`` into ``<cache root>/kernels/decode-<key>.so`` by
+``native_build.py`` (keyed by source, flags and CPU; safe when workers build at once). Before it is used, a library must match torch on a
 small problem. Where there is no compiler or the build fails, ``load_kernels`` says why and the
 engine keeps torch's ops (the same numbers within float32 rounding, slower).
 """
 
 import ctypes
 import functools
-import hashlib
 import logging
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from services import native_build
+from services.native_build import NativeBuildError, NativeSource
 
 if TYPE_CHECKING:
     import torch
@@ -51,11 +45,8 @@ FLAGS = (
     "-fPIC",
     "-shared",
 )
-BUILD_TIMEOUT_S = 120.0
-
-
-class KernelBuildError(RuntimeError):
-    """The kernels could not be built or loaded here (the message says why)."""
+DECODE_SOURCE = NativeSource(SOURCE, "decode", FLAGS)
+KernelBuildError = NativeBuildError
 
 
 @dataclass(frozen=True)
@@ -249,61 +240,14 @@ def slot_batch(kvs: "list[torch.Tensor]", positions: list[int], group: int) -> S
     )
 
 
-def compiler() -> str | None:
-    """The C compiler to build with: ``$CC``, else ``cc`` on the PATH (None: neither)."""
-    name = os.environ.get("CC") or "cc"
-    return shutil.which(name)
-
-
-def _machine_signature() -> str:
-    """This CPU's model and feature flags (what ``-march=native`` compiles for)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return f"{platform.machine()} {platform.processor()}"
-    wanted = ("model name", "flags", "Features", "CPU part")
-    seen = {line.split(":", 1)[0].strip(): line for line in lines if line.split(":", 1)[0].strip() in wanted}
-    return f"{platform.machine()} " + " | ".join(seen[k] for k in sorted(seen))
-
-
 def library_path(cache_root: Path) -> Path:
     """Where the library for this source, these flags and this CPU lives under ``cache_root``."""
-    key = hashlib.sha256(
-        SOURCE.read_bytes() + "\0".join(FLAGS).encode() + _machine_signature().encode()
-    ).hexdigest()[:16]
-    return cache_root / "kernels" / f"decode-{key}.so"
+    return DECODE_SOURCE.library_path(cache_root)
 
 
 def build(cache_root: Path) -> Path:
     """The compiled library under ``cache_root`` (built now if it is not there yet)."""
-    target = library_path(cache_root)
-    if target.exists():
-        return target
-    cc = compiler()
-    if cc is None:
-        raise KernelBuildError(f"no C compiler ({os.environ.get('CC') or 'cc'} is not on the PATH)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=target.stem + ".", suffix=".partial", dir=target.parent)
-    os.close(fd)
-    try:
-        try:
-            done = subprocess.run(
-                [cc, *FLAGS, str(SOURCE), "-o", partial],
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT_S,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise KernelBuildError(f"{cc} could not build {SOURCE.name}: {exc}") from None
-        if done.returncode != 0:
-            raise KernelBuildError(
-                f"{cc} could not build {SOURCE.name} (exit {done.returncode}): {done.stderr.strip()[-800:]}"
-            )
-        os.replace(partial, target)
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
-    return target
+    return native_build.build(DECODE_SOURCE, cache_root)
 
 
 def _bind(path: Path) -> DecodeKernels:

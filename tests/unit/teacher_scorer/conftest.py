@@ -86,3 +86,18 @@ def assert_matches_direct(model, row: ScoreRow, scores, top_k: int, atol: float 
     )
     ref_entropy = -(ref_P_V.exp() * ref_P_V).sum(-1)
     np.testing.assert_allclose(scores.entropy_P, ref_entropy.numpy(), atol=atol, rtol=0)
+
+
+@pytest.fixture(scope="session")
+def codec_kernels_built(tmp_path_factory: pytest.TempPathFactory):
+    """The codec's compiled reader and writer, built afresh into an empty cache root (this machine has a
+    C compiler, so they must build and pass their check against the Python codec)."""
+    from services.teacher_scorer.completions_native import load_codec_kernels
+
+    return load_codec_kernels(tmp_path_factory.mktemp("codec-cache"))
+
+
+@pytest.fixture(params=["python", "compiled"])
+def codec(request, codec_kernels_built):
+    """Each codec test runs on the Python reader and writer (None) and on the compiled ones."""
+    return None if request.param == "python" else codec_kernels_built

@@ -1,0 +1,281 @@
+"""The ``/v1/completions`` codec's writer and reader compiled for this machine
+(``completions_kernels.c``), called through ``ctypes``.
+
+``completions_codec`` uses them where they are available: our app writes each prompt's
+``prompt_logprobs`` with ``positions_json``, and the endpoint client reads a whole answer with
+``parse`` into flat arrays, which the codec turns into rows with numpy. In Python the two cost
+~35 and ~75 µs per scored token at K = 50 (``bench/teacher_throughput.py``).
+
+Built by ``native_build.py`` into ``<cache root>/kernels/completions-<key>.so``. Before it is used,
+a library must write and read a small answer exactly as the Python codec does. Where there is no
+compiler, or the build or that check fails, ``available_codec_kernels`` says why once and the codec
+stays in Python (the same answers, slower).
+"""
+
+import ctypes
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from services import native_build
+from services.cache_dir import resolve_cache_dir
+from services.native_build import NativeBuildError, NativeSource
+from services.teacher_scorer.completions_codec import (
+    completion_json,
+    python_scores_from_completion,
+    topk_tail_entropies,
+)
+from services.teacher_scorer.engine import RowScores, ScoreRow
+
+log = logging.getLogger(__name__)
+
+CODEC_SOURCE = NativeSource(
+    Path(__file__).with_name("completions_kernels.c"), "completions", ("-O2", "-fPIC", "-shared")
+)
+# The longest one position's entry can be in the writer (completions_kernels.c: ENTRY_BYTES).
+_ENTRY_BYTES = 96
+# The fewest bytes of JSON each parsed item takes ('{"index":0,"prompt_logprobs":[]}', 'null,',
+# '"1":{"logprob":0}', '1,'): capacities from the answer's length that no answer can fill.
+_MIN_CHOICE_BYTES, _MIN_POSITION_BYTES, _MIN_ENTRY_BYTES, _MIN_TOKEN_BYTES = 30, 4, 17, 1
+_REFUSED, _FULL = -1, -2
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """An answer read into flat arrays. ``choice_C_5``: index, first position, positions, first
+    token, tokens (-1: no ``prompt_token_ids``), per choice as they came; ``position_Q_2``: first
+    entry, entries (-1: null); each entry's token id, log-prob and rank (INT64_MIN: none, or not an
+    integer); ``token_T``: the choices' ``prompt_token_ids``, one after another."""
+
+    choice_C_5: np.ndarray
+    position_Q_2: np.ndarray
+    entry_id_E: np.ndarray
+    entry_lp_E: np.ndarray
+    entry_rank_E: np.ndarray
+    token_T: np.ndarray
+
+
+@dataclass(frozen=True)
+class CodecKernels:
+    """The loaded library."""
+
+    path: Path
+    _lib: ctypes.CDLL
+
+    def positions_json(self, prompt_T: np.ndarray, scores: RowScores) -> bytes | None:
+        """``prompt_logprobs`` of one prompt, as the Python writer writes it (None: a log-prob is not
+        finite, which JSON cannot carry; the Python writer then writes what it writes)."""
+        prompt_T = np.ascontiguousarray(prompt_T, dtype=np.int64)
+        top_ids = np.ascontiguousarray(scores.top_ids_P_K, dtype=np.int64)
+        top_lps = np.ascontiguousarray(scores.top_logprobs_P_K, dtype=np.float32)
+        token_lp = np.ascontiguousarray(scores.token_logprob_P, dtype=np.float32)
+        positions, k = top_ids.shape
+        if positions != max(len(prompt_T) - 1, 0) or token_lp.shape != (positions,):
+            raise ValueError(
+                f"positions_json: {len(prompt_T)} tokens, top-K {top_ids.shape}, token log-probs {token_lp.shape}"
+            )
+        out = np.empty(positions * ((k + 1) * _ENTRY_BYTES + 8) + 16, dtype=np.uint8)
+        written = self._lib.write_positions(
+            prompt_T.ctypes.data,
+            len(prompt_T),
+            top_ids.ctypes.data,
+            top_lps.ctypes.data,
+            token_lp.ctypes.data,
+            k,
+            out.ctypes.data,
+            len(out),
+        )
+        if written == -2:
+            return None
+        if written < 0:
+            raise AssertionError(f"write_positions: the buffer of {len(out)} bytes was too small")
+        return out[:written].tobytes()
+
+    def read(self, body: bytes | str, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores] | None:
+        """``scores_from_completion`` of an answer the C reader takes and that holds what the rows
+        need; None otherwise (the codec then reads it in Python, which says what is wrong)."""
+        parsed = self.parse(body)
+        return None if parsed is None else scores_from_parsed(parsed, rows, top_k)
+
+    def parse(self, body: bytes | str) -> ParsedAnswer | None:
+        """The answer read into flat arrays, or None where the C reader does not take it (not JSON,
+        or JSON it does not read as Python would: the codec then reads it in Python)."""
+        if isinstance(body, str):
+            body = body.encode()
+        size = len(body)
+        counts = np.zeros(4, dtype=np.int64)
+        choice = np.empty((size // _MIN_CHOICE_BYTES + 1, 5), dtype=np.int64)
+        position = np.empty((size // _MIN_POSITION_BYTES + 1, 2), dtype=np.int64)
+        entries = size // _MIN_ENTRY_BYTES + 1
+        entry_id = np.empty(entries, dtype=np.int64)
+        entry_lp = np.empty(entries, dtype=np.float64)
+        entry_rank = np.empty(entries, dtype=np.int64)
+        token = np.empty(size // _MIN_TOKEN_BYTES + 1, dtype=np.int64)
+        stopped_at = ctypes.c_int64(0)
+        status = self._lib.parse_answer(
+            body,
+            size,
+            counts.ctypes.data,
+            choice.ctypes.data,
+            len(choice),
+            position.ctypes.data,
+            len(position),
+            entry_id.ctypes.data,
+            entry_lp.ctypes.data,
+            entry_rank.ctypes.data,
+            entries,
+            token.ctypes.data,
+            len(token),
+            ctypes.byref(stopped_at),
+        )
+        if status == _FULL:
+            raise AssertionError(f"parse_answer filled a buffer sized from the answer's {size} bytes")
+        if status != 0:
+            return None
+        c, q, e, t = counts.tolist()
+        return ParsedAnswer(choice[:c], position[:q], entry_id[:e], entry_lp[:e], entry_rank[:e], token[:t])
+
+
+def scores_from_parsed(parsed: ParsedAnswer, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores] | None:
+    """Our top-K rows from a parsed answer, as the Python reader builds them: per scored position the
+    top ``top_k`` entries by log-prob (ties: lower id first), leaving out entries ranked below
+    ``top_k``, and the log-prob of the token there. None where the answer does not fit the rows or
+    holds anything the Python reader would refuse or read otherwise (duplicate ids, a position with
+    too few entries, a log-prob that is not finite)."""
+    choice = parsed.choice_C_5
+    if len(choice) != len(rows) or not np.array_equal(np.sort(choice[:, 0]), np.arange(len(rows))):
+        return None
+    scores = []
+    for row, (_, first_position, positions, first_token, tokens) in zip(
+        rows, choice[np.argsort(choice[:, 0])].tolist(), strict=True
+    ):
+        ids_T = row.token_ids_T
+        if positions != len(ids_T):
+            return None
+        if tokens >= 0 and not np.array_equal(parsed.token_T[first_token : first_token + tokens], ids_T):
+            return None
+        row_scores = _row_scores(parsed, first_position + row.positions_P, ids_T[row.positions_P], top_k)
+        if row_scores is None:
+            return None
+        scores.append(row_scores)
+    return scores
+
+
+def _row_scores(parsed: ParsedAnswer, at_P: np.ndarray, token_P: np.ndarray, top_k: int) -> RowScores | None:
+    """One row's scores from the parsed positions ``at_P`` where the tokens ``token_P`` are."""
+    if len(at_P) == 0:
+        empty = np.empty((0, top_k), dtype=np.float32)
+        return RowScores(np.empty((0, top_k), dtype=np.int64), empty, empty[:, 0], empty[:, 0])
+    first_P, count_P = parsed.position_Q_2[at_P].T
+    if count_P.min() < top_k:  # null (-1) or too few entries
+        return None
+    slot_W = np.arange(count_P.max())
+    valid_P_W = slot_W < count_P[:, None]
+    at_P_W = np.where(valid_P_W, first_P[:, None] + slot_W, 0)
+    ids_P_W = parsed.entry_id_E[at_P_W]
+    lps_P_W = parsed.entry_lp_E[at_P_W]
+    distinct_P_W = np.sort(np.where(valid_P_W, ids_P_W, -1 - slot_W), axis=1)
+    if (distinct_P_W[:, 1:] == distinct_P_W[:, :-1]).any() or not np.isfinite(lps_P_W[valid_P_W]).all():
+        return None
+    eligible_P_W = valid_P_W & ~(parsed.entry_rank_E[at_P_W] > top_k)
+    if (eligible_P_W.sum(axis=1) < top_k).any():
+        return None
+    # by log-prob, high first, then by id; the rest (not eligible) after every eligible entry
+    order_P_K = np.lexsort((ids_P_W, np.where(eligible_P_W, -lps_P_W, np.inf)), axis=1)[:, :top_k]
+    top_lps_P_K = np.take_along_axis(lps_P_W, order_P_K, axis=1).astype(np.float32)
+    here_P_W = valid_P_W & (ids_P_W == token_P[:, None])
+    if (here_P_W.sum(axis=1) != 1).any():
+        return None
+    return RowScores(
+        np.take_along_axis(ids_P_W, order_P_K, axis=1),
+        top_lps_P_K,
+        lps_P_W[here_P_W].astype(np.float32),
+        topk_tail_entropies(top_lps_P_K).astype(np.float32),
+    )
+
+
+def disagreements(kernels: "CodecKernels") -> list[str]:
+    """Where the library writes or reads a small answer otherwise than the Python codec (empty: it
+    agrees). The answer has log-probs of every magnitude, tokens in and out of the top-K, a row with
+    no scored position, and positions the rows do not read."""
+    rng = np.random.default_rng(7)
+    k = 4
+    prompts = [rng.integers(0, 50, size=n).tolist() for n in (9, 2, 6)]
+    scores = []
+    for prompt in prompts:
+        n = len(prompt) - 1
+        top_ids = np.stack([rng.permutation(50)[:k] for _ in range(n)])
+        top_ids[0, 1] = prompt[1]  # the token at the first position is in the top-K
+        magnitudes = 10.0 ** rng.uniform(-9, 2.5, size=(n, k))
+        top_lps = -np.sort(magnitudes, axis=1).astype(np.float32)
+        top_lps[0, 0] = 0.0
+        token_lp = top_lps[np.arange(n), -1] - np.float32(rng.uniform(0.5, 3.0))
+        scores.append(RowScores(top_ids, top_lps, token_lp.astype(np.float32), np.zeros(n, np.float32)))
+    failures = []
+    python_body = completion_json(prompts, scores, "check")
+    native_body = completion_json(prompts, scores, "check", kernels)
+    cut = python_body.index(b'"choices"')  # the envelope's id and time differ
+    if native_body[native_body.index(b'"choices"') :] != python_body[cut:]:
+        failures.append("positions_json writes other text than the Python writer")
+    rows = [ScoreRow(np.asarray(p, dtype=np.int64), np.arange(len(p) // 2, len(p))) for p in prompts]
+    rows[1] = ScoreRow(rows[1].token_ids_T, np.arange(0))
+    expected = python_scores_from_completion(python_body, rows, k)
+    read = kernels.read(python_body, rows, k)
+    if read is None:
+        failures.append("read refused an answer the Python reader takes")
+    else:
+        for index, (ours, theirs) in enumerate(zip(read, expected, strict=True)):
+            for field in ("top_ids_P_K", "top_logprobs_P_K", "token_logprob_P", "entropy_P"):
+                if not np.array_equal(getattr(ours, field), getattr(theirs, field)):
+                    failures.append(f"read gives another {field} for prompt {index}")
+    if kernels.parse(python_body[:-1]) is not None:
+        failures.append("parse took a truncated answer")
+    return failures
+
+
+def _bind(path: Path, lib: ctypes.CDLL) -> CodecKernels:
+    pointer, i64 = ctypes.c_void_p, ctypes.c_int64
+    lib.write_positions.argtypes = [pointer, i64, pointer, pointer, pointer, i64, pointer, i64]
+    lib.write_positions.restype = i64
+    lib.parse_answer.argtypes = [ctypes.c_char_p, i64, pointer, pointer, i64, pointer, i64]
+    lib.parse_answer.argtypes += [pointer, pointer, pointer, i64, pointer, i64, pointer]
+    lib.parse_answer.restype = ctypes.c_int
+    return CodecKernels(path, lib)
+
+
+def load_codec_kernels(cache_root: Path) -> CodecKernels:
+    """The codec's library for this machine, built under ``cache_root`` if need be, and checked
+    against the Python codec; ``NativeBuildError`` says why it cannot be had."""
+    kernels = _bind(CODEC_SOURCE.library_path(cache_root), native_build.load(CODEC_SOURCE, cache_root))
+    failures = disagreements(kernels)
+    if failures:
+        raise NativeBuildError(f"{kernels.path.name} disagrees with the Python codec: {'; '.join(failures)}")
+    return kernels
+
+
+def codec_kernels(enabled: bool) -> CodecKernels | None:
+    """The codec's kernels under the cache root where ``enabled`` (``[teacher] native_codec``) and
+    they can be had; None otherwise."""
+    if not enabled:
+        return None
+    found = available_codec_kernels(resolve_cache_dir())
+    return None if isinstance(found, str) else found
+
+
+@functools.cache
+def available_codec_kernels(cache_root: Path) -> CodecKernels | str:
+    """``load_codec_kernels`` once per process and cache root: the kernels, or why there are none
+    (logged once as a warning; the codec then stays in Python)."""
+    try:
+        return load_codec_kernels(cache_root)
+    except NativeBuildError as exc:
+        log.warning(
+            "the /v1/completions codec's compiled reader and writer are unavailable, Python's instead "
+            "(slower): %s",
+            exc,
+        )
+        return str(exc)
