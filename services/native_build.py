@@ -67,8 +67,11 @@ def build(source: NativeSource, cache_root: Path) -> Path:
     cc = compiler()
     if cc is None:
         raise NativeBuildError(f"no C compiler ({os.environ.get('CC') or 'cc'} is not on the PATH)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=target.stem + ".", suffix=".partial", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=target.stem + ".", suffix=".partial", dir=target.parent)
+    except OSError as exc:
+        raise NativeBuildError(f"cannot write the library into {target.parent}: {exc}") from None
     os.close(fd)
     try:
         try:
