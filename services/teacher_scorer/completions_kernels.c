@@ -562,3 +562,50 @@ done:
     *stopped_at = r.at - body;
     return status;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Selecting
+ * ------------------------------------------------------------------------------------------- */
+
+/* For n scored positions (at[i]: the position's row in parse_answer's `position`, token[i]: the
+ * token there), the top k entries by log-prob (high first, ties: the lower id first), leaving out
+ * entries ranked below k (rank > k), into top_ids / top_lps [n, k], and the log-prob of the token
+ * there into token_lp [n]. scratch holds at least as many int64 as the most entries a position
+ * has. Returns 0, or 1 where a position is null or has too few entries left, holds a token id
+ * twice or a log-prob that is not finite, or not exactly one entry for its token: the caller then
+ * reads the answer in Python, which words the error. */
+int select_top_k(const int64_t *position, const int64_t *entry_id, const double *entry_lp,
+                 const int64_t *entry_rank, const int64_t *at, const int64_t *token, int64_t n, int64_t k,
+                 int64_t *top_ids, float *top_lps, float *token_lp, int64_t *scratch) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t first = position[2 * at[i]], count = position[2 * at[i] + 1];
+        if (count < k) return 1; /* null (-1) or too few */
+        int64_t eligible = 0, found = 0;
+        for (int64_t e = first; e < first + count; e++) {
+            if (!isfinite(entry_lp[e])) return 1;
+            for (int64_t d = first; d < e; d++)
+                if (entry_id[d] == entry_id[e]) return 1;
+            if (entry_id[e] == token[i]) {
+                found++;
+                token_lp[i] = (float)entry_lp[e];
+            }
+            if (entry_rank[e] > k) continue;
+            /* insertion by (-lp, id): answers come in rank order, so this rarely moves anything */
+            int64_t j = eligible++;
+            while (j > 0) {
+                int64_t before = scratch[j - 1];
+                if (entry_lp[before] > entry_lp[e] || (entry_lp[before] == entry_lp[e] && entry_id[before] < entry_id[e]))
+                    break;
+                scratch[j] = before;
+                j--;
+            }
+            scratch[j] = e;
+        }
+        if (eligible < k || found != 1) return 1;
+        for (int64_t j = 0; j < k; j++) {
+            top_ids[i * k + j] = entry_id[scratch[j]];
+            top_lps[i * k + j] = (float)entry_lp[scratch[j]];
+        }
+    }
+    return 0;
+}

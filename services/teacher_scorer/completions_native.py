@@ -14,6 +14,7 @@ stays in Python (the same answers, slower).
 
 import ctypes
 import functools
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,7 +103,38 @@ class CodecKernels:
         """``scores_from_completion`` of an answer the C reader takes and that holds what the rows
         need; None otherwise (the codec then reads it in Python, which says what is wrong)."""
         parsed = self.parse(body)
-        return None if parsed is None else scores_from_parsed(parsed, rows, top_k)
+        return None if parsed is None else scores_from_parsed(self, parsed, rows, top_k)
+
+    def select_top_k(
+        self, parsed: ParsedAnswer, at_P: np.ndarray, token_P: np.ndarray, top_k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Top-K ids and log-probs ``[P, top_k]`` and the token's log-prob ``[P]`` at the parsed
+        positions ``at_P`` where the tokens ``token_P`` are (``scores_from_parsed``); None where a
+        position does not hold what the Python reader would read alike."""
+        at_P = np.ascontiguousarray(at_P, dtype=np.int64)
+        token_P = np.ascontiguousarray(token_P, dtype=np.int64)
+        n = len(at_P)
+        top_ids = np.empty((n, top_k), dtype=np.int64)
+        top_lps = np.empty((n, top_k), dtype=np.float32)
+        token_lp = np.empty(n, dtype=np.float32)
+        widest = int(parsed.position_Q_2[:, 1].max(initial=0))
+        scratch = np.empty(max(widest, 1), dtype=np.int64)
+        position = np.ascontiguousarray(parsed.position_Q_2)
+        failed = self._lib.select_top_k(
+            position.ctypes.data,
+            parsed.entry_id_E.ctypes.data,
+            parsed.entry_lp_E.ctypes.data,
+            parsed.entry_rank_E.ctypes.data,
+            at_P.ctypes.data,
+            token_P.ctypes.data,
+            n,
+            top_k,
+            top_ids.ctypes.data,
+            top_lps.ctypes.data,
+            token_lp.ctypes.data,
+            scratch.ctypes.data,
+        )
+        return None if failed else (top_ids, top_lps, token_lp)
 
     def parse(self, body: bytes | str) -> ParsedAnswer | None:
         """The answer read into flat arrays, or None where the C reader does not take it (not JSON,
@@ -143,7 +175,9 @@ class CodecKernels:
         return ParsedAnswer(choice[:c], position[:q], entry_id[:e], entry_lp[:e], entry_rank[:e], token[:t])
 
 
-def scores_from_parsed(parsed: ParsedAnswer, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores] | None:
+def scores_from_parsed(
+    kernels: "CodecKernels", parsed: ParsedAnswer, rows: Sequence[ScoreRow], top_k: int
+) -> list[RowScores] | None:
     """Our top-K rows from a parsed answer, as the Python reader builds them: per scored position the
     top ``top_k`` entries by log-prob (ties: lower id first), leaving out entries ranked below
     ``top_k``, and the log-prob of the token there. None where the answer does not fit the rows or
@@ -152,53 +186,31 @@ def scores_from_parsed(parsed: ParsedAnswer, rows: Sequence[ScoreRow], top_k: in
     choice = parsed.choice_C_5
     if len(choice) != len(rows) or not np.array_equal(np.sort(choice[:, 0]), np.arange(len(rows))):
         return None
-    scores = []
-    for row, (_, first_position, positions, first_token, tokens) in zip(
+    if not rows:
+        return []
+    at, tokens = [], []
+    for row, (_, first_position, positions, first_token, sent_back) in zip(
         rows, choice[np.argsort(choice[:, 0])].tolist(), strict=True
     ):
         ids_T = row.token_ids_T
         if positions != len(ids_T):
             return None
-        if tokens >= 0 and not np.array_equal(parsed.token_T[first_token : first_token + tokens], ids_T):
+        if sent_back >= 0 and not np.array_equal(
+            parsed.token_T[first_token : first_token + sent_back], ids_T
+        ):
             return None
-        row_scores = _row_scores(parsed, first_position + row.positions_P, ids_T[row.positions_P], top_k)
-        if row_scores is None:
-            return None
-        scores.append(row_scores)
-    return scores
-
-
-def _row_scores(parsed: ParsedAnswer, at_P: np.ndarray, token_P: np.ndarray, top_k: int) -> RowScores | None:
-    """One row's scores from the parsed positions ``at_P`` where the tokens ``token_P`` are."""
-    if len(at_P) == 0:
-        empty = np.empty((0, top_k), dtype=np.float32)
-        return RowScores(np.empty((0, top_k), dtype=np.int64), empty, empty[:, 0], empty[:, 0])
-    first_P, count_P = parsed.position_Q_2[at_P].T
-    if count_P.min() < top_k:  # null (-1) or too few entries
+        at.append(first_position + row.positions_P)
+        tokens.append(ids_T[row.positions_P])
+    selected = kernels.select_top_k(parsed, np.concatenate(at), np.concatenate(tokens), top_k)
+    if selected is None:
         return None
-    slot_W = np.arange(count_P.max())
-    valid_P_W = slot_W < count_P[:, None]
-    at_P_W = np.where(valid_P_W, first_P[:, None] + slot_W, 0)
-    ids_P_W = parsed.entry_id_E[at_P_W]
-    lps_P_W = parsed.entry_lp_E[at_P_W]
-    distinct_P_W = np.sort(np.where(valid_P_W, ids_P_W, -1 - slot_W), axis=1)
-    if (distinct_P_W[:, 1:] == distinct_P_W[:, :-1]).any() or not np.isfinite(lps_P_W[valid_P_W]).all():
-        return None
-    eligible_P_W = valid_P_W & ~(parsed.entry_rank_E[at_P_W] > top_k)
-    if (eligible_P_W.sum(axis=1) < top_k).any():
-        return None
-    # by log-prob, high first, then by id; the rest (not eligible) after every eligible entry
-    order_P_K = np.lexsort((ids_P_W, np.where(eligible_P_W, -lps_P_W, np.inf)), axis=1)[:, :top_k]
-    top_lps_P_K = np.take_along_axis(lps_P_W, order_P_K, axis=1).astype(np.float32)
-    here_P_W = valid_P_W & (ids_P_W == token_P[:, None])
-    if (here_P_W.sum(axis=1) != 1).any():
-        return None
-    return RowScores(
-        np.take_along_axis(ids_P_W, order_P_K, axis=1),
-        top_lps_P_K,
-        lps_P_W[here_P_W].astype(np.float32),
-        topk_tail_entropies(top_lps_P_K).astype(np.float32),
-    )
+    top_ids_P_K, top_lps_P_K, token_lp_P = selected
+    entropy_P = topk_tail_entropies(top_lps_P_K).astype(np.float32)
+    bounds = np.cumsum([0] + [len(r.positions_P) for r in rows]).tolist()
+    return [
+        RowScores(top_ids_P_K[s:e], top_lps_P_K[s:e], token_lp_P[s:e], entropy_P[s:e])
+        for s, e in itertools.pairwise(bounds)
+    ]
 
 
 def disagreements(kernels: "CodecKernels") -> list[str]:
@@ -247,6 +259,8 @@ def _bind(path: Path, lib: ctypes.CDLL) -> CodecKernels:
     lib.parse_answer.argtypes = [ctypes.c_char_p, i64, pointer, pointer, i64, pointer, i64]
     lib.parse_answer.argtypes += [pointer, pointer, pointer, i64, pointer, i64, pointer]
     lib.parse_answer.restype = ctypes.c_int
+    lib.select_top_k.argtypes = [pointer] * 6 + [i64, i64] + [pointer] * 4
+    lib.select_top_k.restype = ctypes.c_int
     return CodecKernels(path, lib)
 
 
