@@ -146,32 +146,34 @@ async def through_http(url: str, work: Workload, top_k: int) -> float:
         return time.perf_counter() - start
 
 
-def bytes_per_scored_token(url: str, rows: list[ScoreRow], top_k: int) -> tuple[float, float, float]:
-    """One request's answer: JSON bytes per scored token, JSON bytes per answered position (the
-    endpoint answers every position), and our packed format's bytes per scored token."""
+def completion_answer(url: str, rows: list[ScoreRow], top_k: int) -> bytes:
+    """The app's ``/v1/completions`` answer for one request's rows."""
     body = completion_request(rows, top_k, "teacher").model_dump_json(exclude_none=True)
     answer = httpx.post(f"{url}/v1/completions", content=body, headers={"content-type": "application/json"})
     answer.raise_for_status()
+    return answer.content
+
+
+def bytes_per_scored_token(answer: bytes, rows: list[ScoreRow], top_k: int) -> tuple[float, float, float]:
+    """One request's answer: JSON bytes per scored token, JSON bytes per answered position (the
+    endpoint answers every position), and our packed format's bytes per scored token."""
     scored = sum(len(r.positions_P) for r in rows)
     answered = sum(r.length - 1 for r in rows)
-    packed = pack_scores(scores_from_completion(answer.content, rows, top_k), top_k)
+    packed = pack_scores(scores_from_completion(answer, rows, top_k), top_k)
     packed_bytes = (
         len(packed.top_ids) + len(packed.top_logprobs) + len(packed.token_logprob) + len(packed.entropy)
     )
-    return len(answer.content) / scored, len(answer.content) / answered, packed_bytes / scored
+    return len(answer) / scored, len(answer) / answered, packed_bytes / scored
 
 
 def codec_costs(
-    url: str, rows: list[ScoreRow], top_k: int, repeats: int = 5
+    answer: bytes, rows: list[ScoreRow], top_k: int, repeats: int = 5
 ) -> tuple[tuple[float, float], tuple[float | None, float | None]]:
     """µs per scored token to write and to read one request's answer, in Python and with the
     compiled codec (None where it cannot be built), best of ``repeats``, side by side."""
-    body = completion_request(rows, top_k, "teacher").model_dump_json(exclude_none=True)
-    answer = httpx.post(f"{url}/v1/completions", content=body, headers={"content-type": "application/json"})
-    answer.raise_for_status()
     prompts = [r.token_ids_T.tolist() for r in rows]
     served = rows_from_prompts(prompts)
-    scores = scores_from_completion(answer.content, served, top_k)
+    scores = scores_from_completion(answer, served, top_k)
     scored = sum(len(r.positions_P) for r in rows)
 
     def best(call: Callable[[], object]) -> float:
@@ -184,14 +186,14 @@ def codec_costs(
 
     python = (
         best(lambda: completion_json(prompts, scores, "teacher")),
-        best(lambda: scores_from_completion(answer.content, rows, top_k)),
+        best(lambda: scores_from_completion(answer, rows, top_k)),
     )
     kernels = codec_kernels(True)
     if kernels is None:
         return python, (None, None)
     native = (
         best(lambda: completion_json(prompts, scores, "teacher", kernels)),
-        best(lambda: scores_from_completion(answer.content, rows, top_k, kernels)),
+        best(lambda: scores_from_completion(answer, rows, top_k, kernels)),
     )
     return python, native
 
@@ -260,7 +262,6 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}/teacher"
     asyncio.run(through_client(client, Workload([[work.requests[0][0]]]), args.top_k))  # warm-up
     before = handle.stats.remote().result()
-    # Rounds alternate the two sides, so load from elsewhere on the machine hits both alike.
     codec = codec_kernels(args.native_codec)
     endpoint = EndpointTeacherClient(url, "teacher", default_top_k=args.top_k, codec=codec)
     times: dict[str, list[float]] = {
@@ -291,8 +292,11 @@ def main() -> None:
             time.sleep(args.pause)
             times[side].append(service[side]())
     after = handle.stats.remote().result()
-    wire = None if args.skip_endpoint else bytes_per_scored_token(url, work.requests[0][0], args.top_k)
-    codec_times = None if args.skip_endpoint else codec_costs(url, work.requests[0][0], args.top_k)
+    wire = codec_times = None
+    if not args.skip_endpoint:
+        answer = completion_answer(url, work.requests[0][0], args.top_k)
+        wire = bytes_per_scored_token(answer, work.requests[0][0], args.top_k)
+        codec_times = codec_costs(answer, work.requests[0][0], args.top_k)
     serve.shutdown()
     ray.shutdown()
 

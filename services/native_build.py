@@ -10,6 +10,7 @@ then keep their Python or torch path, which computes the same.
 """
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -48,6 +49,7 @@ def compiler() -> str | None:
     return shutil.which(name)
 
 
+@functools.cache
 def machine_signature() -> str:
     """This CPU's model and feature flags (what ``-march=native`` compiles for)."""
     try:
@@ -94,10 +96,11 @@ def build(source: NativeSource, cache_root: Path) -> Path:
     return target
 
 
-def load(source: NativeSource, cache_root: Path) -> ctypes.CDLL:
-    """``build`` then load; ``NativeBuildError`` when either fails."""
+def load(source: NativeSource, cache_root: Path) -> tuple[Path, ctypes.CDLL]:
+    """``build`` then load: the library's path and the library; ``NativeBuildError`` when either
+    fails."""
     path = build(source, cache_root)
     try:
-        return ctypes.CDLL(str(path))
+        return path, ctypes.CDLL(str(path))
     except OSError as exc:
         raise NativeBuildError(f"cannot load {path}: {exc}") from None

@@ -522,11 +522,10 @@ static int read_choice(Reader *r) {
 /* Reads a whole answer. counts (out, 4): choices, positions, entries, tokens read. choice (out,
  * [choices_cap, 5]): index, first position, positions, first token, tokens (-1: no
  * prompt_token_ids). position (out, [positions_cap, 2]): first entry, entries (-1: null). Returns
- * 0, REFUSED, or FULL; *stopped_at: the byte offset where it stopped. */
+ * 0, REFUSED, or FULL. */
 int parse_answer(const char *body, int64_t length, int64_t *counts, int64_t *choice, int64_t choices_cap,
                  int64_t *position, int64_t positions_cap, int64_t *entry_id, double *entry_lp,
-                 int64_t *entry_rank, int64_t entries_cap, int64_t *token, int64_t tokens_cap,
-                 int64_t *stopped_at) {
+                 int64_t *entry_rank, int64_t entries_cap, int64_t *token, int64_t tokens_cap) {
     Reader r = {body, body + length, choice, 0, choices_cap, position, 0, positions_cap, entry_id, entry_rank,
                 entry_lp, 0, entries_cap, token, 0, tokens_cap};
     int status = REFUSED, seen_choices = 0;
@@ -559,7 +558,6 @@ done:
     counts[1] = r.positions;
     counts[2] = r.entries;
     counts[3] = r.tokens;
-    *stopped_at = r.at - body;
     return status;
 }
 

@@ -8,6 +8,7 @@ import pytest
 from ray import serve
 
 from services.ray_names import TEACHER_APP as APP_NAME
+from services.teacher_scorer.completions_native import codec_kernels
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError
 from services.teacher_scorer.engine import ScoreRow
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -45,7 +46,8 @@ def _rows(seed: int, lengths: list[int]) -> list[ScoreRow]:
 def test_endpoint_scores_equal_the_handle_paths_on_the_same_rows(teacher):
     handle, url = teacher
     rows = _rows(seed=37, lengths=[7, 40, 3, 25, 120, 64])
-    endpoint = EndpointTeacherClient(url, "teacher", api_key=TOKEN, policy=PATIENT)
+    # the run's default reader (the app writes with the compiled codec too)
+    endpoint = EndpointTeacherClient(url, "teacher", api_key=TOKEN, policy=PATIENT, codec=codec_kernels(True))
     handle_client = TeacherHandleClient(handle, policy=PATIENT)
 
     async def both():

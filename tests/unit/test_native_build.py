@@ -22,7 +22,7 @@ def test_a_source_builds_once_into_its_keyed_path_and_loads(tmp_path: Path):
     assert built == source.library_path(root) and built.name.startswith("twice-") and built.exists()
     stamp = built.stat().st_mtime_ns
     assert build(source, root) == built and built.stat().st_mtime_ns == stamp  # found, not rebuilt
-    lib = load(source, root)
+    _, lib = load(source, root)
     lib.twice.argtypes, lib.twice.restype = [ctypes.c_int], ctypes.c_int
     assert lib.twice(21) == 42
     other_flags = NativeSource(source.path, source.name, ("-O1", "-fPIC", "-shared"))

@@ -14,8 +14,8 @@ so the KV-slot path (``qwen3_decode.py``) runs these instead where they are avai
 * ``sample(...)``: the next token of each row by inverse CDF, as ``sampler.sample_tokens`` does.
 
 Built with ``-O3 -march=native`` into ``<cache root>/kernels/decode-<key>.so`` by
-``native_build.py`` (keyed by source, flags and CPU; safe when workers build at once). Before it is used, a library must match torch on a
-small problem. Where there is no compiler or the build fails, ``load_kernels`` says why and the
+``native_build.py`` (keyed by source, flags and CPU; safe when workers build at once). Before it is
+used, a library must match torch on a small problem. Where there is no compiler or the build fails, ``load_kernels`` says why and the
 engine keeps torch's ops (the same numbers within float32 rounding, slower).
 """
 
@@ -245,13 +245,7 @@ def library_path(cache_root: Path) -> Path:
     return DECODE_SOURCE.library_path(cache_root)
 
 
-def build(cache_root: Path) -> Path:
-    """The compiled library under ``cache_root`` (built now if it is not there yet)."""
-    return native_build.build(DECODE_SOURCE, cache_root)
-
-
-def _bind(path: Path) -> DecodeKernels:
-    lib = ctypes.CDLL(str(path))
+def _bind(path: Path, lib: ctypes.CDLL) -> DecodeKernels:
     pointer, i32 = ctypes.c_void_p, ctypes.c_int
     f32 = ctypes.c_float
     lib.skinny_matmul.argtypes = [pointer, pointer, i32, i32, i32, pointer, pointer, f32, i32, i32, pointer]
@@ -277,10 +271,10 @@ def _self_check(kernels: DecodeKernels) -> None:
 def load_kernels(cache_root: Path) -> DecodeKernels:
     """The kernels for this machine, built under ``cache_root`` if need be and checked against
     torch; ``KernelBuildError`` says why they cannot be had."""
-    path = build(cache_root)
+    path, lib = native_build.load(DECODE_SOURCE, cache_root)
     try:
-        kernels = _bind(path)
-    except (OSError, AttributeError) as exc:
+        kernels = _bind(path, lib)
+    except AttributeError as exc:  # a symbol missing from the library
         raise KernelBuildError(f"cannot load {path}: {exc}") from None
     _self_check(kernels)
     return kernels
