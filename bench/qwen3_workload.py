@@ -64,7 +64,6 @@ def episode_batch(tokens: int, turn: int, vocab: int, k: int, seed: int, device:
     row_N = torch.zeros(n, dtype=torch.long)
     return MicroBatch(
         input_ids_B_T=ids_B_T.to(device),
-        attention_mask_B_T=torch.ones_like(ids_B_T).to(device),
         row_N=row_N.to(device),
         logit_pos_N=(pos_N - 1).to(device),
         target_N=ids_B_T[row_N, pos_N].to(device),

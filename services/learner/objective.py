@@ -20,13 +20,22 @@ from services.contracts.records import TrajectoryTurnStats
 from services.errors import ConfigError
 from services.learner.lm_head import chunked_head_kl
 from services.learner.topk_kl import TopKSupport, clipped_importance_ratio, topk_reverse_kl, weighted_opd_loss
+from services.packing import pack_by_length
 from services.settings.learner import DEFAULT_LOGITS_CHUNK_TOKENS
 
 
 @dataclass(frozen=True)
 class MicroBatch:
+    """Right-padded rows and their supervised positions, flattened.
+
+    There is no attention mask: under causal attention a real token attends only to the tokens
+    before it, all real in a right-padded row, so a padding mask changes nothing it computes (the
+    tests check it bit for bit) while it sends the attention down its masked path, 1.4-1.8x the
+    time of the unmasked pass on CPU (``bench/padded_passes.py``). The padding's own outputs are
+    never read.
+    """
+
     input_ids_B_T: Tensor
-    attention_mask_B_T: Tensor
     row_N: Tensor  # which padded row each supervised token is in
     logit_pos_N: Tensor  # p - 1: the logits that predict the token
     target_N: Tensor  # the token actually there
@@ -41,11 +50,9 @@ def collate(samples: Sequence[LearnerSample], pad_id: int, device: torch.device)
     """Right-pad the samples into one tensor batch and flatten their supervised positions."""
     width = max(len(s.token_ids) for s in samples)
     ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(samples), width), dtype=torch.long)
     rows, pos = [], []
     for b, s in enumerate(samples):
         ids[b, : len(s.token_ids)] = torch.tensor(s.token_ids)
-        mask[b, : len(s.token_ids)] = 1
         rows.append(torch.full((len(s.positions),), b, dtype=torch.long))
         pos.append(torch.tensor(s.positions, dtype=torch.long))
     row_N, pos_N = torch.cat(rows), torch.cat(pos)
@@ -53,7 +60,6 @@ def collate(samples: Sequence[LearnerSample], pad_id: int, device: torch.device)
     top_lp = torch.cat([torch.from_numpy(s.teacher_top_logprobs.unpack().astype("float32")) for s in samples])
     return MicroBatch(
         input_ids_B_T=ids.to(device),
-        attention_mask_B_T=mask.to(device),
         row_N=row_N.to(device),
         logit_pos_N=(pos_N - 1).to(device),
         target_N=ids[row_N, pos_N].to(device),
@@ -80,7 +86,7 @@ def micro_batch_loss(
 ) -> tuple[Tensor, Tensor]:
     """(loss to backprop, per-token reverse KL detached) for one micro-batch; the LM head runs on
     ``chunk_tokens`` supervised positions at a time (``lm_head.chunked_head_kl``)."""
-    hidden_B_T_H = final_hidden_states(model, mb.input_ids_B_T, mb.attention_mask_B_T)
+    hidden_B_T_H = final_hidden_states(model, mb.input_ids_B_T)
     hidden_N_H = hidden_B_T_H[mb.row_N, mb.logit_pos_N]
     del hidden_B_T_H
     kl_N, token_lp_N = chunked_head_kl(
@@ -112,15 +118,15 @@ def full_logits_loss(
     loss_scale: float = 1.0,
 ) -> tuple[Tensor, Tensor]:
     """``micro_batch_loss`` through the model's full logits B x T x V (the reference; memory T x V)."""
-    logits_B_T_V = model(input_ids=mb.input_ids_B_T, attention_mask=mb.attention_mask_B_T).logits
+    logits_B_T_V = model(input_ids=mb.input_ids_B_T).logits
     logits_N_V = logits_B_T_V[mb.row_N, mb.logit_pos_N]
     kl_N = topk_reverse_kl(logits_N_V, mb.top_ids_N_K, mb.top_logprobs_N_K, support)
     token_lp_N = torch.log_softmax(logits_N_V.float(), dim=-1).gather(-1, mb.target_N[:, None]).squeeze(-1)
     return _opd_loss(mb, kl_N, token_lp_N, clip_ratio, loss_scale)
 
 
-def final_hidden_states(model: nn.Module, input_ids_B_T: Tensor, attention_mask_B_T: Tensor) -> Tensor:
-    """The backbone's last hidden states B x T x H (after its final norm).
+def final_hidden_states(model: nn.Module, input_ids_B_T: Tensor) -> Tensor:
+    """The backbone's last hidden states B x T x H (after its final norm) of right-padded rows.
 
     They are taken through the model's own forward, so FSDP's root hooks gather the embeddings,
     final norm and head (and keep them gathered until the backward); the head itself is applied
@@ -134,7 +140,6 @@ def final_hidden_states(model: nn.Module, input_ids_B_T: Tensor, attention_mask_
     try:
         model(
             input_ids=input_ids_B_T,
-            attention_mask=attention_mask_B_T,
             use_cache=False,
             logits_to_keep=torch.empty(0, dtype=torch.long, device=input_ids_B_T.device),
         )
@@ -174,16 +179,11 @@ def mini_batch_members(sample_ids: Sequence[int], mini_batches: int) -> list[lis
     return members
 
 
-def plan_micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
-    """Group sample indices, longest first, so each group's padded size (rows x max length) fits the budget."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    groups: list[list[int]] = []
-    for i in order:
-        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= token_budget:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+def plan_micro_batches(lengths: Sequence[int], token_budget: int, pass_overhead: int = 0) -> list[list[int]]:
+    """Group sample indices into micro-batches of at most ``token_budget`` padded tokens (rows x
+    longest), at the least padded tokens plus ``pass_overhead`` per micro-batch
+    (``services.packing.pack_by_length``)."""
+    return pack_by_length(lengths, token_budget, max_rows=max(1, len(lengths)), pass_overhead=pass_overhead)
 
 
 def turn_stats(sample: LearnerSample, kl_n: Tensor) -> TrajectoryTurnStats:

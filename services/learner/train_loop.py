@@ -150,7 +150,9 @@ def _step(
     for member in members:
         t0 = time.perf_counter()
         groups = plan_micro_batches(
-            [len(samples[i].token_ids) for i in member], settings.learner.token_budget
+            [len(samples[i].token_ids) for i in member],
+            settings.learner.token_budget,
+            settings.learner.pass_overhead_tokens,
         )
         passes = _most_passes(len(groups), device)
         for group in ([member[i] for i in g] for g in groups):

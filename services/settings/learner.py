@@ -17,6 +17,13 @@ class LearnerSettings(Section):
     )
     num_cpus_per_worker: float = Field(1.0, gt=0.0, description="Logical CPUs each learner worker reserves.")
     token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
+    pass_overhead_tokens: int = Field(
+        0,
+        ge=0,
+        description="Fixed cost of a forward/backward pass in tokens: rows of different lengths share a "
+        "padded micro-batch only where that saves more than it pads. 0 on CPU, where a pass has no "
+        "fixed cost worth padding for (bench/padded_passes.py); larger on a GPU.",
+    )
     logits_chunk_tokens: int = Field(
         DEFAULT_LOGITS_CHUNK_TOKENS,
         ge=1,

@@ -8,8 +8,8 @@ is scored at the largest ``top_k`` among its rows and each row keeps its first `
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.packing import pack_by_length, padded_tokens
 from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow, TeacherEngine
-from services.teacher_scorer.packing import pack_by_length
 from services.teacher_scorer.validation import TeacherLimits, validate_rows
 
 
@@ -67,7 +67,7 @@ class TeacherScorer:
             raise
         report = PassReport(
             forward_passes=len(passes),
-            padded_tokens=sum(len(p) * max(lengths[i] for i in p) for p in passes),
+            padded_tokens=padded_tokens(lengths, passes),
             input_tokens=sum(lengths),
         )
         return [s for s in out if s is not None], report

@@ -26,14 +26,12 @@ def micro_batch(seed: int) -> MicroBatch:
     """Two padded rows, five supervised positions, teacher top-4 from a random distribution."""
     gen = torch.Generator().manual_seed(seed)
     ids_B_T = torch.randint(0, VOCAB, (2, 12), generator=gen)
-    mask_B_T = torch.ones_like(ids_B_T)
-    mask_B_T[1, 9:] = 0
+    ids_B_T[1, 9:] = 0  # the second row is right-padded
     row_N, pos_N = torch.tensor([0, 0, 0, 1, 1]), torch.tensor([4, 5, 6, 3, 7])
     teacher_N_V = torch.log_softmax(3 * torch.randn(5, VOCAB, generator=gen), -1)
     top_N_K = teacher_N_V.topk(4, dim=-1)
     return MicroBatch(
         input_ids_B_T=ids_B_T,
-        attention_mask_B_T=mask_B_T,
         row_N=row_N,
         logit_pos_N=pos_N - 1,
         target_N=ids_B_T[row_N, pos_N],

@@ -30,7 +30,7 @@ def zoo_student_shape() -> Qwen3ForCausalLM:
 def own_logprobs(model, mb: MicroBatch) -> torch.Tensor:
     """The model's log-prob of each supervised token (what a sampler with its weights records)."""
     with torch.no_grad():
-        logits = model(input_ids=mb.input_ids_B_T, attention_mask=mb.attention_mask_B_T).logits
+        logits = model(input_ids=mb.input_ids_B_T).logits
     lp_N_V = torch.log_softmax(logits[mb.row_N, mb.logit_pos_N], -1)
     return lp_N_V.gather(-1, mb.target_N[:, None])[:, 0]
 

@@ -7,6 +7,7 @@ from transformers import AutoModelForCausalLM
 
 from services.learner.objective import (
     collate,
+    final_hidden_states,
     micro_batch_loss,
     mini_batch_members,
     plan_micro_batches,
@@ -92,6 +93,35 @@ def test_plan_micro_batches_respects_budget():
     assert sorted(i for g in groups for i in g) == [0, 1, 2, 3, 4]
     lengths = [10, 3, 7, 7, 2]
     assert all(len(g) * max(lengths[i] for i in g) <= 14 or len(g) == 1 for g in groups)
+
+
+def test_plan_pads_rows_only_where_the_pass_overhead_pays_for_it():
+    lengths = [10, 3, 7, 7, 2]
+    # no overhead: no padding at all (equal lengths may share, at no cost)
+    groups = plan_micro_batches(lengths, token_budget=100)
+    assert all(len({lengths[i] for i in g}) == 1 for g in groups)
+    assert sum(len(g) * max(lengths[i] for i in g) for g in groups) == sum(lengths)
+    # an overhead of 5 tokens a pass: 3 and 2 share a pass (1 token of padding saves 5)
+    assert plan_micro_batches(lengths, token_budget=100, pass_overhead=5) == [[0], [2, 3], [1, 4]]
+
+
+def test_right_padded_rows_need_no_padding_mask(tiny_student):
+    """The unmasked pass over right-padded rows gives the masked pass's hidden states bit for bit at
+    every real position (causal attention: a real token never sees the padding after it)."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_student).eval()
+    gen = torch.Generator().manual_seed(0)
+    lengths = [37, 64, 5, 50]
+    ids = torch.randint(3, model.config.vocab_size, (len(lengths), max(lengths)), generator=gen)
+    mask = torch.zeros_like(ids)
+    for b, n in enumerate(lengths):
+        mask[b, :n] = 1
+        ids[b, n:] = 0
+    with torch.no_grad():
+        masked = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        unmasked = final_hidden_states(model, ids)
+    real = mask.bool()
+    assert torch.equal(unmasked[real], masked[real])
+    assert not torch.equal(unmasked[~real], masked[~real])  # only the never-read padding differs
 
 
 def test_turn_stats_sum_per_turn(tiny_teacher):

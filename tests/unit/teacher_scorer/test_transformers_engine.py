@@ -99,3 +99,17 @@ def test_loading_errors_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match=r"teacher\.device"):
         resolve_device("nonsense-device")
     assert resolve_device("auto").type in ("cpu", "cuda")
+
+
+def test_right_padded_rows_need_no_padding_mask(engine, make_rows):
+    """The engine's unmasked pass gives the masked pass's hidden states bit for bit at every real
+    position (causal attention: a real token never sees the padding after it)."""
+    rows = make_rows(seed=5, lengths=[5, 40, 17, 64])
+    ids = engine._pad(rows)
+    mask = torch.zeros_like(ids)
+    for b, row in enumerate(rows):
+        mask[b, : row.length] = 1
+    with torch.inference_mode():
+        masked = engine._decoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        unmasked = engine._decoder(input_ids=ids).last_hidden_state
+    assert torch.equal(unmasked[mask.bool()], masked[mask.bool()])
