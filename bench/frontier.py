@@ -4,7 +4,8 @@ Runs (or resumes) ``turnopd compare --methods turnopd,vanilla --seeds N`` from `
 ``--out``, then writes ``OUT/frontier.png`` (success against cumulative step wall time: the seed
 mean of each seed's step function, the min-max band), ``OUT/frontier.md`` and ``OUT/frontier.json``:
 Least-Time and Same-Step Avg@n, the time each method first reaches 90% of vanilla's final accuracy
-(and the ratio vanilla / TurnOPD), the best student against the teacher on the same games, 95%
+(and the ratio vanilla / TurnOPD; also with every step re-costed at one machine speed,
+``services/experiments/step_cost.py``), the best student against the teacher on the same games, 95%
 Wilson intervals and game counts (math: ``services/experiments/frontier.py``).
 
 Interrupt it at any time and rerun the same command: complete runs are reused, a partial one
@@ -21,6 +22,7 @@ machines that share no disk (``services/experiments/run_records.py``).
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from services.errors import TurnOPDError
@@ -28,7 +30,7 @@ from services.experiments.compare_dir import load_run, write_atomic
 from services.experiments.compare_plan import PlannedRun, parse_methods, plan_runs
 from services.experiments.compare_runner import write_summary
 from services.experiments.figures import frontier_band_figure
-from services.experiments.frontier import frontiers, reach_threshold
+from services.experiments.frontier import MethodFrontier, frontiers, reach_threshold
 from services.experiments.frontier_page import (
     FrontierReport,
     Teacher,
@@ -37,7 +39,9 @@ from services.experiments.frontier_page import (
     games_of,
 )
 from services.experiments.frontier_runs import learner_ms_per_token
+from services.experiments.protocols import RunLogs
 from services.experiments.run_records import restore_records, save_records
+from services.experiments.step_cost import OneSpeed, one_speed
 from services.experiments.step_kinds import step_kinds
 from services.orchestrator.run_result import Score, comparable_measurement
 
@@ -97,6 +101,16 @@ def train(args: argparse.Namespace, planned: list[PlannedRun]) -> None:
     compare(out=args.out, config=args.config, methods=METHODS, seeds=args.seeds, steps=args.steps)
 
 
+def speed_fit(methods: Mapping[str, MethodFrontier], runs: list[RunLogs]) -> OneSpeed | None:
+    """The times to the threshold at one machine speed; None, with the reason on stderr, where the
+    steps cannot be fit (too few, or all of one size) or there is no threshold."""
+    try:
+        return one_speed(methods, {(r.method, r.seed): r.metrics for r in runs})
+    except TurnOPDError as exc:
+        print(f"frontier: no table at one machine speed: {exc}", file=sys.stderr)
+        return None
+
+
 def keep_records(planned: list[PlannedRun], records: Path) -> str | None:
     """Record the complete runs (``save_records``); what stopped that, if anything (the analysis
     still runs, and a training error still propagates)."""
@@ -138,14 +152,16 @@ def main() -> None:
         runs = [load_run(r.path) for r in planned]
         threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
         games, n = games_of([(e.episodes, e.n) for r in runs for e in r.evals])
+        methods = frontiers(runs, threshold)
         report = FrontierReport(
             summary=summary,
-            methods=frontiers(runs, threshold),
+            methods=methods,
             teacher=teacher_success(args, planned[0], games * n),
             games=games,
             n=n,
             learner_ms_per_token={(r.method, r.seed): learner_ms_per_token(r.metrics) for r in runs},
             step_kinds={(r.method, r.seed): step_kinds(r.metrics) for r in runs},
+            one_speed=speed_fit(methods, runs),
         )
     except TurnOPDError as exc:
         sys.exit(f"frontier: {exc}")

@@ -13,6 +13,7 @@ from services.contracts.experiments import ComparisonSummary
 from services.errors import InputError
 from services.experiments.frontier import REACH_SHARE, MethodFrontier, reach_ratio
 from services.experiments.frontier_runs import LearnerPace, runs_json, runs_table
+from services.experiments.step_cost import OneSpeed, one_speed_json, one_speed_table, steps_ratio_table
 from services.experiments.step_kinds import RunStepKinds, step_kinds_json, step_kinds_table
 from services.experiments.tables import Table, comparison_table, duration, pct, pct_pm
 from services.orchestrator.run_result import Score
@@ -41,6 +42,8 @@ class FrontierReport:
     learner_ms_per_token: LearnerPace = field(default_factory=dict)
     # each run's full-depth and truncated steps (step_kinds); empty: that table is left out
     step_kinds: RunStepKinds = field(default_factory=dict)
+    # the times to the threshold at one machine speed (step_cost); None: that table is left out
+    one_speed: OneSpeed | None = None
 
     @property
     def threshold(self) -> float | None:
@@ -192,7 +195,12 @@ def notes(report: FrontierReport) -> list[str]:
 
 
 def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
-    parts = [comparison_table(report.summary), spread_table(report), reach_table(report), best_table(report)]
+    parts = [comparison_table(report.summary), spread_table(report), reach_table(report)]
+    if report.one_speed is not None:
+        parts.append(one_speed_table(report.summary, report.one_speed))
+        eval_steps = sorted({s for f in report.methods.values() for c in f.curves for s in c.steps})
+        parts.append(steps_ratio_table(report.one_speed, eval_steps))
+    parts.append(best_table(report))
     if report.learner_ms_per_token:
         parts.append(runs_table(report.summary, report.methods, report.learner_ms_per_token))
     if report.step_kinds:
@@ -264,6 +272,7 @@ def frontier_json(report: FrontierReport) -> dict[str, Any]:
         if report.learner_ms_per_token
         else [],
         "step_kinds": step_kinds_json(report.step_kinds),
+        "one_speed": None if report.one_speed is None else one_speed_json(report.one_speed),
         "notes": notes(report),
     }
 

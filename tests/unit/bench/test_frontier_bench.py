@@ -65,7 +65,13 @@ def test_analyse_only_writes_the_figure_page_and_json(tmp_path, monkeypatch, cap
     assert data["teacher"]["note"] == "given by --teacher-success (60 episodes)"
     assert (out / "frontier.png").stat().st_size > 0 and (out / "summary.json").is_file()
     assert "4.00x (target >= 1.5x)" in (out / "frontier.md").read_text()
-    assert "# Accuracy-time frontier (turnopd, vanilla; 2 seeds)" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "# Accuracy-time frontier (turnopd, vanilla; 2 seeds)" in printed.out
+    # every fixture step trains 100 tokens over 4 episodes: no step-cost fit, so no table at one speed
+    assert (
+        "frontier: no table at one machine speed: the step-cost fit needs steps of different" in printed.err
+    )
+    assert data["one_speed"] is None and "one machine speed" not in (out / "frontier.md").read_text()
     # the bench hands every run to the page's per-run table, read from the run directories
     assert [(r["method"], r["seed"], r["steps"]) for r in data["runs"]] == [
         ("turnopd", 0, 3), ("turnopd", 1, 3), ("vanilla", 0, 3), ("vanilla", 1, 3)
