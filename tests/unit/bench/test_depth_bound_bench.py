@@ -1,0 +1,67 @@
+"""bench/depth_bound.py on the frontier's committed records, and its refusals."""
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+RECORDS = REPO / "docs" / "results" / "records" / "frontier-2026-11-29"
+_spec = importlib.util.spec_from_file_location("depth_bound_bench", REPO / "bench" / "depth_bound.py")
+assert _spec is not None and _spec.loader is not None
+depth_bound_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(depth_bound_bench)
+
+
+def run_bench(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["depth_bound.py", *args])
+    depth_bound_bench.main()
+
+
+def rows(text: str) -> dict[str, list[float]]:
+    """The first table's rows: schedule -> its ratios (the last cell, successes kept, as a fraction)."""
+    table = text.split("### ")[1]
+    out = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and re.fullmatch(r"[\d.]+", cells[1]):
+            out[cells[0]] = [float(cells[1]), float(cells[2]), float(cells[3].rstrip("%")) / 100]
+    return out
+
+
+def test_replays_on_the_frontier_records_order_as_the_caps_do(monkeypatch, capsys):
+    run_bench(monkeypatch, "--records", str(RECORDS), "--ks", "16,20", "--caps", "16,24")
+    out = capsys.readouterr().out
+    assert "probes: warm-up 3, every 8th step; caps 2..40" in out
+    assert out.count("### Depth schedules replayed on vanilla seed") == 2  # the two runs with turn stats
+    table = rows(out)
+    assert set(table) == {
+        *(f"TurnOPD seed {s}{kind}" for s in range(3) for kind in (" as it ran", ", no EMA lag")),
+        *(f"{c} turns, {p}" for c in (16, 24) for p in ("with the probes", "no probes")),
+    }
+    for probes in ("with the probes", "no probes"):
+        deep, shallow = table[f"24 turns, {probes}"], table[f"16 turns, {probes}"]
+        assert 1.0 < deep[0] < shallow[0] and 1.0 < deep[1] < shallow[1]  # a shallower cap saves more
+        assert shallow[2] < deep[2] <= 1.0  # and keeps fewer successes
+    for c in (16, 24):
+        assert table[f"{c} turns, no probes"][0] > table[f"{c} turns, with the probes"][0]
+    for s in range(3):  # the controller's own targets without the EMA cut deeper than the EMA did
+        assert table[f"TurnOPD seed {s}, no EMA lag"][0] > table[f"TurnOPD seed {s} as it ran"][0] > 1.0
+
+
+def test_bad_arguments_and_records_without_turn_stats_are_named(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit, match=r"--ks takes whole numbers separated by commas, got '16,x'"):
+        run_bench(monkeypatch, "--records", str(RECORDS), "--ks", "16,x")
+    with pytest.raises(SystemExit, match=r"--caps takes whole numbers >= 1, got '0'"):
+        run_bench(monkeypatch, "--records", str(RECORDS), "--caps", "0")
+    copy = tmp_path / "records"
+    shutil.copytree(RECORDS, copy)
+    for stats in copy.glob("vanilla/seed*/turn_stats.jsonl"):
+        stats.unlink()
+    with pytest.raises(SystemExit, match=r"needs TurnOPD runs and a vanilla run with its turn_stats.jsonl"):
+        run_bench(monkeypatch, "--records", str(copy))
+    with pytest.raises(SystemExit, match=r"depth_bound: not a directory: .*missing"):
+        run_bench(monkeypatch, "--records", str(tmp_path / "records" / "vanilla" / "seed0" / "missing"))
