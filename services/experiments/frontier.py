@@ -166,6 +166,27 @@ def late_gain(evals: Sequence[EvalRecord], window: int = WINDOW) -> float | None
     return statistics.fmean(e.avg_at_n for e in last) - statistics.fmean(e.avg_at_n for e in before)
 
 
+def late_slope(evals: Sequence[EvalRecord], window: int = WINDOW) -> float | None:
+    """The least-squares slope of Avg@n over the last ``window`` points, per step: how fast the
+    curve still climbs at its end (None with fewer than 2 points or all at one step)."""
+    last = sorted(evals, key=lambda e: e.step)[-window:]
+    if len(last) < 2:
+        return None
+    mean_step = statistics.fmean(e.step for e in last)
+    mean_acc = statistics.fmean(e.avg_at_n for e in last)
+    spread = sum((e.step - mean_step) ** 2 for e in last)
+    if spread == 0.0:
+        return None
+    return sum((e.step - mean_step) * (e.avg_at_n - mean_acc) for e in last) / spread
+
+
+def _seed_mean(values: Sequence[float | None]) -> float | None:
+    """The mean of per-seed values; None if some seed has none."""
+    if any(v is None for v in values):
+        return None
+    return statistics.fmean(v for v in values if v is not None)
+
+
 @dataclass(frozen=True)
 class MethodFrontier:
     """One method's frontier figures over its seeds."""
@@ -176,6 +197,7 @@ class MethodFrontier:
     reach: Reach | None  # None: no threshold to reach
     best: list[BestPoint]
     late_gain: float | None  # seed mean; None if some seed has too few points
+    late_slope: float | None = None  # seed mean, Avg@n per step over the last points; None as above
 
     @property
     def best_mean(self) -> float:
@@ -197,9 +219,8 @@ def method_frontier(method: str, runs: Sequence[RunLogs], threshold: float | Non
         band=band(method, curves),
         reach=None if threshold is None else reach(method, runs, threshold),
         best=[best_point(r.seed, r.evals) for r in runs],
-        late_gain=None
-        if any(g is None for g in gains)
-        else statistics.fmean(g for g in gains if g is not None),
+        late_gain=_seed_mean(gains),
+        late_slope=_seed_mean([late_slope(r.evals) for r in runs]),
     )
 
 

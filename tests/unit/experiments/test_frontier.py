@@ -13,6 +13,7 @@ from services.experiments.frontier import (
     common_grid,
     frontiers,
     late_gain,
+    late_slope,
     reach,
     reach_ratio,
     reach_threshold,
@@ -104,6 +105,17 @@ def test_late_gain_compares_the_last_four_points_with_the_four_before():
     assert late_gain(evals[1:]) is None
 
 
+def test_late_slope_is_the_least_squares_climb_per_step_of_the_last_four_points():
+    evals = [eval_record(4 * k, float(k), a) for k, a in enumerate([0.0, 0.25, 0.5, 0.5, 0.625, 0.75])]
+    # steps 8..20 (mean 14): accuracies .5, .5, .625, .75 (mean .59375);
+    # slope = sum(dx dy) / sum(dx^2) = (6 * .09375 + 2 * .09375 + 2 * .03125 + 6 * .15625) / 80
+    assert late_slope(evals) == pytest.approx(1.75 / 80.0)
+    assert late_slope(list(reversed(evals))) == pytest.approx(1.75 / 80.0)  # read in step order
+    assert late_slope(evals[:2]) == pytest.approx(0.25 / 4)
+    assert late_slope(evals[:1]) is None
+    assert late_slope([eval_record(3, 1.0, 0.5), eval_record(3, 2.0, 0.75)]) is None
+
+
 def test_frontiers_group_by_method_with_seeds_sorted():
     runs = [
         run_logs("turnopd", 1, 5.0, [0.0, 0.5, 0.5]),
@@ -118,6 +130,8 @@ def test_frontiers_group_by_method_with_seeds_sorted():
     assert [b.avg_at_n for b in ours.best] == [0.75, 0.5] and ours.best_mean == 0.625
     assert ours.band.mean == [0.0, 0.375, 0.625]
     assert ours.late_gain is None
+    # slopes over steps 0..2: seed 0 climbs .375 a step, seed 1 .25
+    assert ours.late_slope == pytest.approx((0.375 + 0.25) / 2)
     assert frontiers(runs, None)["vanilla"].reach is None
 
 

@@ -61,6 +61,10 @@ def test_numbers_of_the_page():
         and high == pytest.approx(0.9544, abs=1e-4)
     )
     assert data["teacher"]["score"]["episodes"] == 60 and data["games"] == 4 and data["n"] == 1
+    assert data["methods"]["vanilla"]["late_slope_per_step"] == pytest.approx(0.0)
+    assert data["methods"]["vanilla"]["whole_run_climb_per_step"] == pytest.approx(0.5 / 6)
+    # steps 3..6 read .5, .75, .75, .75: sum(dx dy) / sum(dx^2) = 0.375 / 5
+    assert data["methods"]["turnopd"]["late_slope_per_step"] == pytest.approx(0.075)
     assert [(r["method"], r["seed"], r["steps"], r["wall_s"]) for r in data["runs"]] == [
         ("turnopd", 0, 6, 30.0), ("turnopd", 1, 6, 30.0), ("vanilla", 0, 6, 60.0), ("vanilla", 1, 6, 60.0)
     ]  # fmt: skip
@@ -76,6 +80,11 @@ def test_page_states_the_targets_and_the_shortfalls():
         "2 seeds: fewer than the 3" in page and "4 games per evaluation: fewer than the protocol's 60" in page
     )
     assert "vanilla's flattening: too few evaluation points" in page
+    # vanilla's last 4 points (steps 3..6) all read 0.5; over the run it climbed 0.5 in 6 steps
+    assert (
+        "vanilla's climb at the end: over its last 4 evaluation points it gains 0.00 points a step "
+        "(least squares, seed mean), against 8.33 a step over the whole run." in page
+    )
     # each run: its points with their cumulative step seconds, then its steps' costs
     assert "| vanilla seed 1 | 0.0 | 25.0 (10 s) | 25.0 (20 s) | 50.0 (30 s) |" in page
     assert "| 60.0 s (6 steps) | 6.0 | 60.0% | 20.00 |" in page
