@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from services.contracts.orchestrator import StepMetrics
 from services.contracts.records import TurnStatsRecord
+from services.controller.depth import applied_depth, is_probe_step
 from services.errors import InputError
 from services.experiments.step_cost import StepCostModel
 
@@ -49,9 +50,8 @@ def capped_tokens(record: TurnStatsRecord, cap: int) -> int:
 
 
 def step_seconds(model: StepCostModel, record: TurnStatsRecord, cap: int) -> float:
-    """The step's seconds at speed 1 under ``cap`` (``StepCostModel``'s a x T + b x T^2 / E)."""
-    kilo = capped_tokens(record, cap) / 1000.0
-    return model.a * kilo + model.b * kilo * kilo / len(record.trajectories)
+    """The step's seconds at speed 1 under ``cap``."""
+    return model.step_seconds(capped_tokens(record, cap), len(record.trajectories))
 
 
 def full_depth(records: Sequence[TurnStatsRecord]) -> list[TurnStatsRecord]:
@@ -98,8 +98,8 @@ def as_run(name: str, metrics: Sequence[StepMetrics]) -> Schedule:
 
 
 def probe_steps(steps: int, warmup: int, interval: int) -> list[bool]:
-    """Algorithm 1's probe flags for steps 1..``steps``: the warm-up, then every ``interval``-th step."""
-    return [k <= warmup or k % interval == 0 for k in range(1, steps + 1)]
+    """Algorithm 1's probe flags for steps 1..``steps`` (the controller's ``is_probe_step``)."""
+    return [is_probe_step(k, warmup, interval) for k in range(1, steps + 1)]
 
 
 def fixed_cap(name: str, cap: int, cap_max: int, probes: Sequence[bool]) -> Schedule:
@@ -114,5 +114,5 @@ def without_lag(name: str, metrics: Sequence[StepMetrics], h_min: int, cap_max: 
     for m in sorted(metrics, key=lambda m: m.step):
         caps.append(cap_max if m.probe else current)
         if m.probe and m.h_ctrl is not None:
-            current = min(max(m.h_ctrl + 1, h_min), cap_max)
+            current = applied_depth(m.h_ctrl, h_min, cap_max)  # H_bar = H_ctrl under ema_alpha 1
     return Schedule(name, caps)

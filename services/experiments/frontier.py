@@ -180,6 +180,14 @@ def late_slope(evals: Sequence[EvalRecord], window: int = WINDOW) -> float | Non
     return sum((e.step - mean_step) * (e.avg_at_n - mean_acc) for e in last) / spread
 
 
+def whole_climb(evals: Sequence[EvalRecord]) -> float | None:
+    """(last Avg@n - first) / (last step - first step), in step order; None with fewer than 2 steps."""
+    ordered = sorted(evals, key=lambda e: e.step)
+    if len(ordered) < 2 or ordered[-1].step == ordered[0].step:
+        return None
+    return (ordered[-1].avg_at_n - ordered[0].avg_at_n) / (ordered[-1].step - ordered[0].step)
+
+
 def _seed_mean(values: Sequence[float | None]) -> float | None:
     """The mean of per-seed values; None if some seed has none."""
     if any(v is None for v in values):
@@ -198,6 +206,7 @@ class MethodFrontier:
     best: list[BestPoint]
     late_gain: float | None  # seed mean; None if some seed has too few points
     late_slope: float | None = None  # seed mean, Avg@n per step over the last points; None as above
+    whole_climb: float | None = None  # seed mean, Avg@n per step from the first point to the last
 
     @property
     def best_mean(self) -> float:
@@ -221,6 +230,7 @@ def method_frontier(method: str, runs: Sequence[RunLogs], threshold: float | Non
         best=[best_point(r.seed, r.evals) for r in runs],
         late_gain=_seed_mean(gains),
         late_slope=_seed_mean([late_slope(r.evals) for r in runs]),
+        whole_climb=_seed_mean([whole_climb(r.evals) for r in runs]),
     )
 
 

@@ -191,23 +191,13 @@ def notes(report: FrontierReport) -> list[str]:
             else f"vanilla's flattening: its last 4 evaluation points average {pct(gain, 1)} points "
             "above the 4 before them (seed mean; near 0: flat)."
         )
-        climb = whole_run_climb(base)
+        climb = base.whole_climb
         if base.late_slope is not None and climb is not None:
             out.append(
                 f"vanilla's climb at the end: over its last 4 evaluation points it gains {pct(base.late_slope, 2)} "
                 f"points a step (least squares, seed mean), against {pct(climb, 2)} a step over the whole run."
             )
     return out
-
-
-def whole_run_climb(f: MethodFrontier) -> float | None:
-    """The seed mean of (last Avg@n - first) / (last step - first step); None where a seed has one step."""
-    climbs = []
-    for c in f.curves:
-        if len(c.steps) < 2 or c.steps[-1] == c.steps[0]:
-            return None
-        climbs.append((c.accuracy[-1] - c.accuracy[0]) / (c.steps[-1] - c.steps[0]))
-    return sum(climbs) / len(climbs) if climbs else None
 
 
 def frontier_markdown(report: FrontierReport, figure: str | None) -> str:
@@ -272,7 +262,7 @@ def frontier_json(report: FrontierReport) -> dict[str, Any]:
             "best_over_teacher": report.over_teacher(name),
             "late_gain": f.late_gain,
             "late_slope_per_step": f.late_slope,
-            "whole_run_climb_per_step": whole_run_climb(f),
+            "whole_run_climb_per_step": f.whole_climb,
             "band": asdict(f.band),
         }
     return {

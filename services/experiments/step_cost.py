@@ -36,18 +36,18 @@ from services.contracts.experiments import ComparisonSummary
 from services.contracts.orchestrator import StepMetrics
 from services.errors import InputError
 from services.experiments.frontier import MethodFrontier
+from services.experiments.protocols import BASELINE
 from services.experiments.tables import Table, duration
 
 RunKey = tuple[str, int]  # (method, seed)
 ITERATIONS = 200
-BASELINE = "vanilla"
 METHOD = "turnopd"
 
 
-def _features(m: StepMetrics) -> tuple[float, float]:
+def _features(tokens: int, episodes: int) -> tuple[float, float]:
     """(T, T^2 / E) of one step: T its trained tokens in thousands, E its episodes (none: 0)."""
-    kilo = m.tokens / 1000.0
-    return kilo, (kilo * kilo / m.trajectories) if m.trajectories > 0 else 0.0
+    kilo = tokens / 1000.0
+    return kilo, (kilo * kilo / episodes) if episodes > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,14 @@ class StepCostModel:
     r2: float
     steps: int  # the steps the fit read
 
+    def step_seconds(self, tokens: int, episodes: int) -> float:
+        """The modeled seconds at speed 1 of a step that trains ``tokens`` over ``episodes``."""
+        kilo, spread = _features(tokens, episodes)
+        return self.a * kilo + self.b * spread
+
     def seconds(self, m: StepMetrics) -> float:
         """The step's modeled seconds at speed 1."""
-        kilo, spread = _features(m)
-        return self.a * kilo + self.b * spread
+        return self.step_seconds(m.tokens, m.trajectories)
 
 
 def fit_step_cost(
@@ -74,7 +78,11 @@ def fit_step_cost(
     keys = [k for k, steps in runs.items() if steps]
     if not keys:
         raise InputError("the step-cost fit needs at least one run with steps")
-    rows = [(keys.index(k), *_features(m), m.times.total_s) for k in keys for m in runs[k]]
+    rows = [
+        (i, *_features(m.tokens, m.trajectories), m.times.total_s)
+        for i, k in enumerate(keys)
+        for m in runs[k]
+    ]
     run = np.array([r[0] for r in rows], dtype=np.int64)
     x = np.array([[r[1], r[2]] for r in rows], dtype=np.float64)
     y = np.array([r[3] for r in rows], dtype=np.float64)

@@ -19,6 +19,7 @@ from services.experiments.frontier import (
     reach_threshold,
     seed_reach,
     step_value,
+    whole_climb,
 )
 from services.experiments.report_data import AccuracyCurve
 
@@ -114,6 +115,9 @@ def test_late_slope_is_the_least_squares_climb_per_step_of_the_last_four_points(
     assert late_slope(evals[:2]) == pytest.approx(0.25 / 4)
     assert late_slope(evals[:1]) is None
     assert late_slope([eval_record(3, 1.0, 0.5), eval_record(3, 2.0, 0.75)]) is None
+    # the whole run: 0 at step 0 to .75 at step 20, in step order
+    assert whole_climb(list(reversed(evals))) == pytest.approx(0.75 / 20)
+    assert whole_climb(evals[:1]) is None
 
 
 def test_frontiers_group_by_method_with_seeds_sorted():
