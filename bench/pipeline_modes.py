@@ -26,17 +26,24 @@ synchronous (s = 0) for 16 steps and prints their wall times: the sum of the ste
     PYTHONPATH=$PWD python bench/pipeline_modes.py [--config configs/demo.toml] [--steps 6] [--rounds 2]
     PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-vanilla [--eval] [--config configs/demo.toml]
     PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-kernels [--steps 6] [--rounds 1]
+    PYTHONPATH=$PWD python bench/pipeline_modes.py --compare-threads [--steps 5] [--rounds 2]
 
 ``--compare-kernels`` trains synchronous steps with the rollout engine's compiled decode kernels
 (``[models] native_kernels``, the default) and without them (torch's ops), alternating, and prints
 the rollout's share of the step time (``rollout_s / total_s`` of steps 2..N) and each pool's
 seconds per step for both (issue 34's "rollout share of a demo step").
 
+``--compare-threads`` trains synchronous steps with Ray's torch threads for the teacher and the
+learner (one each for a share under one CPU) and with ``[teacher] threads`` and ``[learner]
+threads_per_worker`` at the machine's CPU count, alternating, and prints the same table: in a
+synchronous step the two run while the rollouts wait, so they can have every core.
+
 ``--eval`` also evaluates each run after its last step as the config says (untimed), so the
 student's success under s = 1 can be set beside the synchronous run's.
 """
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -67,6 +74,7 @@ class Mode:
     staleness: int
     stream_teacher: bool
     native_kernels: bool = True  # [models] native_kernels: the rollout's compiled decode kernels
+    threads: int | None = None  # [teacher] threads and [learner] threads_per_worker (None: Ray's)
 
 
 SYNCHRONOUS = Mode("synchronous", None, 0, False)
@@ -74,6 +82,7 @@ OVERLAPPED = Mode("streamed + s=1", None, 1, True)
 TURNOPD_OVERLAPPED = Mode("TurnOPD, streamed + s=1", "turnopd", 1, True)
 VANILLA_SYNCHRONOUS = Mode("vanilla OPD, synchronous", "vanilla", 0, False)
 SYNCHRONOUS_TORCH_OPS = Mode("synchronous, torch ops", None, 0, False, native_kernels=False)
+SYNCHRONOUS_ALL_CORES = Mode(f"synchronous, {os.cpu_count()} threads", None, 0, False, threads=os.cpu_count())
 
 
 @dataclass(frozen=True)
@@ -99,10 +108,11 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool 
         "optim": {"steps": steps},
         # a run always evaluates after its last step: without --eval, on one game only (untimed anyway)
         "eval": {"interval": steps, "at_start": False, **({} if final_eval else {"episodes": 1})},
-        "learner": {"checkpoint_every": 1_000_000},
         "metrics": {"enabled": False},
         "pipeline": {"max_staleness": mode.staleness, "stream_teacher": mode.stream_teacher},
         "models": {"native_kernels": mode.native_kernels},
+        "teacher": {"threads": mode.threads},
+        "learner": {"checkpoint_every": 1_000_000, "threads_per_worker": mode.threads},
     }
     settings = load_settings(config, overrides)
     run = RunDir(root)
@@ -186,14 +196,14 @@ def compare_modes(config: Path, steps: int, rounds: int, tmp: Path) -> None:
     print(f"  T_sep {model.model_step_s:.1f} s: {model.speedup:.2f}x the synchronous step")
 
 
-def compare_kernels(config: Path, steps: int, rounds: int, tmp: Path) -> None:
-    """Synchronous steps with the rollout engine's compiled decode kernels and without (torch's ops),
-    alternating: the rollout's share of the step time, and each pool's seconds per step."""
-    runs = alternate(config, (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS), steps, rounds, tmp)
+def compare_synchronous(config: Path, modes: tuple[Mode, Mode], steps: int, rounds: int, tmp: Path) -> None:
+    """Two synchronous modes, alternating: each pool's seconds per step, the rollout's share of the
+    step time, and the second mode's steps per hour over the first's."""
+    runs = alternate(config, modes, steps, rounds, tmp)
     print(f"\n{config}, {steps} steps per run, synchronous, {rounds} round(s):")
     print_runs(runs)
     print(f"\n{'mode':<26} {'step s':>8} " + " ".join(f"{p + ' s':>10}" for p in POOLS) + "  rollout share")
-    for mode in (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS):
+    for mode in modes:
         model = separate_machines(after_first(runs, mode))
         share = statistics.mean(m.times.rollout_s / m.times.total_s for m in after_first(runs, mode))
         print(
@@ -201,6 +211,8 @@ def compare_kernels(config: Path, steps: int, rounds: int, tmp: Path) -> None:
             + " ".join(f"{model.busy[p]:>10.1f}" for p in POOLS)
             + f"  {100 * share:.1f}%"
         )
+    first, second = (mean_of(runs, mode)[0] for mode in modes)
+    print(f"\nsteps per hour, {modes[1].name} / {modes[0].name}: {second / first:.2f}x")
 
 
 def compare_vanilla(config: Path, steps: int, rounds: int, tmp: Path, final_eval: bool) -> None:
@@ -239,11 +251,19 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=None, help="Runs of each mode (default 2; 1 with --compare-vanilla)."
     )
-    parser.add_argument("--compare-vanilla", action="store_true", help="TurnOPD s=1 against vanilla OPD s=0.")
-    parser.add_argument(
+    compare = parser.add_mutually_exclusive_group()
+    compare.add_argument(
+        "--compare-vanilla", action="store_true", help="TurnOPD s=1 against vanilla OPD s=0."
+    )
+    compare.add_argument(
         "--compare-kernels",
         action="store_true",
         help="Synchronous steps with the rollout's compiled decode kernels against torch's ops.",
+    )
+    compare.add_argument(
+        "--compare-threads",
+        action="store_true",
+        help="Synchronous steps with Ray's torch threads for the teacher and the learner against every core.",
     )
     parser.add_argument(
         "--eval",
@@ -270,7 +290,9 @@ def main() -> None:
         if args.compare_vanilla:
             compare_vanilla(args.config, steps, rounds, root, args.eval)
         elif args.compare_kernels:
-            compare_kernels(args.config, steps, rounds, root)
+            compare_synchronous(args.config, (SYNCHRONOUS_TORCH_OPS, SYNCHRONOUS), steps, rounds, root)
+        elif args.compare_threads:
+            compare_synchronous(args.config, (SYNCHRONOUS, SYNCHRONOUS_ALL_CORES), steps, rounds, root)
         else:
             compare_modes(args.config, steps, rounds, root)
 

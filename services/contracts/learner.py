@@ -104,6 +104,7 @@ class LearnerReady(Contract):
     rank: NonNegInt
     world_size: int = Field(ge=1)
     resumed_step: NonNegInt
+    threads: int = Field(ge=1, description="The torch CPU threads of the rank's passes.")
 
 
 class LearnerRankResult(Contract):

@@ -151,6 +151,7 @@ class Learner:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._worker: Any = None  # the one actor of a solo learner
+        self.threads: list[int] = []  # each rank's torch CPU threads, in rank order
         try:
             self.resumed_step = self._start(settings, run_dir, model_dir)
         except BaseException:
@@ -171,14 +172,16 @@ class Learner:
             run = self._trainer(settings, run_dir, args).fit
         self._thread = threading.Thread(target=self._fit, args=(run,), name="learner-fit", daemon=True)
         self._thread.start()
-        resumed: list[int] = []
+        ready: list[LearnerReady] = []
         for message in self._answers("start"):
             match message:
-                case LearnerReady(resumed_step=step):
-                    resumed.append(step)
+                case LearnerReady():
+                    ready.append(message)
                 case other:
                     raise LearnerError(f"unexpected learner message {type(other).__name__} at start")
-        return resumed[0]
+        ready.sort(key=lambda r: r.rank)
+        self.threads = [r.threads for r in ready]
+        return ready[0].resumed_step
 
     def _trainer(self, settings: LearnerServiceSettings, run_dir: Path, args: LoopArgs) -> LearnerTrainer:
         """Ray Train's worker group of ``self.world`` ranks, each running the loop on ``args``."""

@@ -48,6 +48,7 @@ from services.learner.objective import (
 )
 from services.models.loading import load_causal_lm
 from services.settings.per_service import LearnerServiceSettings
+from services.torch_threads import effective_threads, use_threads
 
 FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
@@ -87,6 +88,7 @@ def run_train_loop(args: LoopArgs) -> None:
     outbox = args.outbox
     rank, world = dist.get_rank(), dist.get_world_size()
     device = _device(settings.on_gpu)
+    use_threads(settings.learner.threads_per_worker)  # here: Ray Train runs this loop in a thread of its own
     torch.manual_seed(settings.seed)
 
     resume = latest_checkpoint(run_dir)
@@ -106,7 +108,9 @@ def run_train_loop(args: LoopArgs) -> None:
         )
         torch.set_rng_state(torch.load(resume / "rng.pt")["torch"])
         resumed_step = int(read_state(resume)["step"])
-    outbox.put(LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step))
+    outbox.put(
+        LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step, threads=effective_threads())
+    )
     checkpointed = resumed_step  # step of the latest checkpoint on disk
 
     while True:

@@ -16,6 +16,13 @@ class LearnerSettings(Section):
         "(bfloat16: FSDP2 mixed precision).",
     )
     num_cpus_per_worker: float = Field(1.0, gt=0.0, description="Logical CPUs each learner worker reserves.")
+    threads_per_worker: int | None = Field(
+        None,
+        ge=1,
+        description="torch CPU threads of each worker's passes. Unset: Ray's count, the reserved CPUs or "
+        "1 for a share under one CPU. A synchronous step on a small machine can give the learner every "
+        "core, since it trains while the rollouts and the teacher wait.",
+    )
     token_budget: int = Field(8192, ge=1, description="Max padded tokens (rows x length) per micro-batch.")
     pass_overhead_tokens: int = Field(
         0,

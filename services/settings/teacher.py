@@ -83,6 +83,13 @@ class TeacherSettings(Section):
         128, ge=1, description="In-flight requests one replica accepts (>= clients, or batching starves)."
     )
     num_cpus: float = Field(1.0, ge=0.0, description="CPUs each replica reserves.")
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="torch CPU threads of a replica's passes (the transformers engine). Unset: Ray's "
+        "count, the reserved CPUs or 1 for a share under one CPU. A synchronous step on a small machine "
+        "can give the teacher every core, since its passes run while the rollouts and the learner wait.",
+    )
     num_gpus: float = Field(0.0, ge=0.0, description="GPUs each replica reserves (1 on a GPU pool).")
     resources: dict[str, float] = Field(
         default_factory=dict, description="Custom Ray resources per replica, e.g. {teacher_pool = 1}."

@@ -23,6 +23,7 @@ from services.teacher_scorer.engine import (
     TeacherEngine,
     checkpoint_dir,
 )
+from services.torch_threads import use_threads
 
 PAD_ID = 0
 
@@ -56,9 +57,15 @@ class TransformersEngine(TeacherEngine):
     """Scores rows with a `transformers` causal LM on CPU or GPU."""
 
     def __init__(
-        self, model: PreTrainedModel, *, max_context: int | None = None, logits_chunk: int = 2048
+        self,
+        model: PreTrainedModel,
+        *,
+        max_context: int | None = None,
+        logits_chunk: int = 2048,
+        threads: int | None = None,
     ) -> None:
         self._model = model
+        self._threads = threads  # set in each scoring thread: OpenMP counts threads per thread
         self._decoder: Any = model.base_model
         head = model.get_output_embeddings()
         if not isinstance(head, torch.nn.Module):
@@ -81,9 +88,15 @@ class TransformersEngine(TeacherEngine):
     @classmethod
     def from_settings(cls, settings: TeacherSettings) -> "TransformersEngine":
         model = load_teacher_model(settings.model, settings.device, settings.dtype)
-        return cls(model, max_context=settings.max_context, logits_chunk=settings.logits_chunk)
+        return cls(
+            model,
+            max_context=settings.max_context,
+            logits_chunk=settings.logits_chunk,
+            threads=settings.threads,
+        )
 
     def score(self, rows: Sequence[ScoreRow], top_k: int) -> list[RowScores]:
+        use_threads(self._threads)
         try:
             with torch.inference_mode():
                 return self._score(rows, top_k)

@@ -1,6 +1,7 @@
 """The FSDP2 learner: 2 workers on Ray Train and 1 worker as one plain actor (``solo_worker``) agree,
 update for update with 3 mini-batches a step, and a checkpoint resumes exactly on 1 worker under Ray
-Train (``[learner] ray_train_for_one_worker``). (The default single update per step is the case every
+Train (``[learner] ray_train_for_one_worker``). Each rank's loop runs on the torch threads it is given
+(``[learner] threads_per_worker``), under Ray Train too. (The default single update per step is the case every
 end-to-end run trains with.)"""
 
 from concurrent.futures import ThreadPoolExecutor
@@ -60,12 +61,14 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
     settings = {workers: settings_for(workers) for workers in (1, 2)}
     for each in settings.values():
         each.optim.mini_batches = 3  # three updates a step, each one checked across worker counts
+    settings[1].learner.threads_per_worker = 2  # the plain actor's loop, and Ray Train's below
     two, one = start_side_by_side(
         (settings[2], tmp_path / "two", tiny_student), (settings[1], tmp_path / "one", tiny_student)
     )
     try:
         assert two.resumed_step == 0 and one.resumed_step == 0
         assert (two.solo, one.solo) == (False, True)  # Ray Train, and the plain actor
+        assert (two.threads, one.threads) == ([1, 1], [2])  # 0.5 CPUs: Ray's 1, unless set
         res2 = run_steps(two, tiny_teacher, [1, 2])
         res1 = run_steps(one, tiny_teacher, [1, 2, 3])
     finally:
@@ -94,6 +97,7 @@ def test_two_workers_equal_one_and_resume_is_exact(ray_session, tmp_path, tiny_s
     resumed = Learner(settings[1].for_learner(), tmp_path / "two", tiny_student)
     try:
         assert resumed.resumed_step == 2 and not resumed.solo  # after the last checkpoint, nothing replayed
+        assert resumed.threads == [2]  # set in Ray Train's loop thread, not where the worker started
         ((r3, w3),) = run_steps(resumed, tiny_teacher, [3])
     finally:
         resumed.close()

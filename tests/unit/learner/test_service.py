@@ -58,7 +58,7 @@ def test_an_answer_that_is_not_this_steps_is_an_error():
     with pytest.raises(LearnerError, match="unexpected learner message during step 5: LearnerCheckpointed"):
         merged_step(BATCH, [stepped(0, [0, 1, 2], 0.5, "ref"), LearnerCheckpointed(rank=1, step=5)])
     with pytest.raises(LearnerError, match="unexpected learner message during step 5: LearnerReady"):
-        merged_step(BATCH, [LearnerReady(rank=0, world_size=1, resumed_step=0)])
+        merged_step(BATCH, [LearnerReady(rank=0, world_size=1, resumed_step=0, threads=1)])
     with pytest.raises(LearnerError, match="during step 5: LearnerStepped"):
         merged_step(BATCH, [stepped(0, [0, 1, 2], 0.5, "ref", step=4)])
     with pytest.raises(LearnerError, match="no rank 0 weights"):

@@ -1,12 +1,17 @@
 """The transformers engine returns exactly what a direct forward of the checkpoint gives."""
 
+import threading
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
 
 from services.errors import ConfigError
+from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.engine import EngineBrokenError, ScoreRow
 from services.teacher_scorer.transformers_engine import TransformersEngine, load_teacher_model, resolve_device
+from services.torch_threads import effective_threads, use_threads
 
 VOCAB = 512
 
@@ -113,3 +118,25 @@ def test_right_padded_rows_need_no_padding_mask(engine, make_rows):
         masked = engine._decoder(input_ids=ids, attention_mask=mask).last_hidden_state
         unmasked = engine._decoder(input_ids=ids).last_hidden_state
     assert torch.equal(unmasked[mask.bool()], masked[mask.bool()])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_are_set_in_the_thread_that_scores(teacher_path, teacher_model, make_rows, threads):
+    """Serve scores in worker threads, and OpenMP counts threads per thread: the engine sets
+    ``[teacher] threads`` where it scores, and the scores do not change with it."""
+    engine = TransformersEngine.from_settings(TeacherSettings(model=str(teacher_path), threads=threads))
+    rows = make_rows(seed=3, lengths=[5, 30])
+    seen: dict[str, Any] = {}
+
+    def score() -> None:
+        use_threads(3 - threads)  # a worker thread that held the other count before
+        seen["scores"] = engine.score(rows, 4)
+        seen["threads"] = effective_threads()
+
+    worker = threading.Thread(target=score)
+    worker.start()
+    worker.join()
+    assert seen["threads"] == threads
+    for got, want in zip(seen["scores"], TransformersEngine(teacher_model).score(rows, 4), strict=True):
+        np.testing.assert_array_equal(got.top_ids_P_K, want.top_ids_P_K)
+        np.testing.assert_allclose(got.top_logprobs_P_K, want.top_logprobs_P_K, atol=1e-5)
