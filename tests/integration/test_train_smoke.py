@@ -89,9 +89,10 @@ def test_train_smoke_then_resume(serve_port, tmp_path):
     assert all(m.loss > 0 and m.tokens > 0 and m.failed_episodes == 0 for m in metrics)
     # the context limit, not the depth cap, ended the first probe's episodes (none is won this early)
     assert metrics[0].truncated_rate == 1.0 and metrics[0].mean_turns < metrics[0].h_roll == 6
-    assert all(
-        m.times.learner_busy_s and m.times.rollout_busy_s and m.times.overlap_s is not None for m in metrics
-    )
+    assert all(m.times.learner_busy_s and m.times.overlap_s is not None for m in metrics)
+    # step 1 waits for its own rollouts; a later step's may all end inside the step before it (on a
+    # loaded machine step 4's did: 0 s of rollout in its window), but step 3's play while step 2 learns
+    assert metrics[0].times.rollout_busy_s and any(m.times.overlap_s for m in metrics[1:])
     assert metrics[-1].cumulative_s == pytest.approx(sum(m.times.total_s for m in metrics))
     assert [r.step for r in read_jsonl(run.path("turn_stats.jsonl"), TurnStatsRecord)] == [1, 2, 3, 4]
     assert (
