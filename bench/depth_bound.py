@@ -40,6 +40,7 @@ from services.experiments.depth_bound import (
     replay,
     without_lag,
 )
+from services.experiments.protocols import BASELINE, TURNOPD
 from services.experiments.step_cost import fit_step_cost
 from services.experiments.tables import Table
 from services.run_dir import TURN_STATS_FILE, RunDir
@@ -92,8 +93,8 @@ def main() -> None:
     try:
         runs = [load_run(p) for p in run_dirs_under(args.records)]
         model = fit_step_cost({(r.method, r.seed): r.metrics for r in runs})
-        turnopd = [r for r in runs if r.method == "turnopd"]
-        full = [r for r in runs if r.method == "vanilla" and (Path(r.run_dir) / TURN_STATS_FILE).is_file()]
+        turnopd = [r for r in runs if r.method == TURNOPD]
+        full = [r for r in runs if r.method == BASELINE and (Path(r.run_dir) / TURN_STATS_FILE).is_file()]
         if not turnopd or not full:
             sys.exit(
                 f"depth_bound: {args.records} needs TurnOPD runs and a vanilla run with its {TURN_STATS_FILE}"

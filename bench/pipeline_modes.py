@@ -82,7 +82,8 @@ OVERLAPPED = Mode("streamed + s=1", None, 1, True)
 TURNOPD_OVERLAPPED = Mode("TurnOPD, streamed + s=1", "turnopd", 1, True)
 VANILLA_SYNCHRONOUS = Mode("vanilla OPD, synchronous", "vanilla", 0, False)
 SYNCHRONOUS_TORCH_OPS = Mode("synchronous, torch ops", None, 0, False, native_kernels=False)
-SYNCHRONOUS_ALL_CORES = Mode(f"synchronous, {os.cpu_count()} threads", None, 0, False, threads=os.cpu_count())
+CORES = os.cpu_count() or 1
+SYNCHRONOUS_ALL_CORES = Mode(f"synchronous, {CORES} threads", None, 0, False, threads=CORES)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from services.contracts.orchestrator import EvalRecord
 from services.errors import InputError
-from services.experiments.protocols import WINDOW, RunLogs
+from services.experiments.protocols import WINDOW, RunLogs, seed_mean
 from services.experiments.report_data import AccuracyCurve, accuracy_curve
 
 REACH_SHARE = 0.9
@@ -67,10 +67,7 @@ class Reach:
 
     @property
     def mean_s(self) -> float | None:
-        times = [s.wall_s for s in self.seeds]
-        if not times or any(t is None for t in times):
-            return None
-        return statistics.fmean(t for t in times if t is not None)
+        return seed_mean([s.wall_s for s in self.seeds])
 
 
 @dataclass(frozen=True)
@@ -133,11 +130,16 @@ def reach(method: str, runs: Sequence[RunLogs], threshold: float) -> Reach:
     )
 
 
-def reach_ratio(baseline: Reach, method: Reach) -> float | None:
-    """Baseline's mean time over the method's (None unless both means exist and the method's is > 0)."""
-    if baseline.mean_s is None or method.mean_s is None or method.mean_s <= 0.0:
+def time_ratio(baseline_s: float | None, method_s: float | None) -> float | None:
+    """Baseline's time over the method's (None unless both exist and the method's is > 0)."""
+    if baseline_s is None or method_s is None or method_s <= 0.0:
         return None
-    return baseline.mean_s / method.mean_s
+    return baseline_s / method_s
+
+
+def reach_ratio(baseline: Reach, method: Reach) -> float | None:
+    """Baseline's mean time to the threshold over the method's."""
+    return time_ratio(baseline.mean_s, method.mean_s)
 
 
 def best_point(seed: int, evals: Sequence[EvalRecord]) -> BestPoint:
@@ -188,13 +190,6 @@ def whole_climb(evals: Sequence[EvalRecord]) -> float | None:
     return (ordered[-1].avg_at_n - ordered[0].avg_at_n) / (ordered[-1].step - ordered[0].step)
 
 
-def _seed_mean(values: Sequence[float | None]) -> float | None:
-    """The mean of per-seed values; None if some seed has none."""
-    if any(v is None for v in values):
-        return None
-    return statistics.fmean(v for v in values if v is not None)
-
-
 @dataclass(frozen=True)
 class MethodFrontier:
     """One method's frontier figures over its seeds."""
@@ -228,9 +223,9 @@ def method_frontier(method: str, runs: Sequence[RunLogs], threshold: float | Non
         band=band(method, curves),
         reach=None if threshold is None else reach(method, runs, threshold),
         best=[best_point(r.seed, r.evals) for r in runs],
-        late_gain=_seed_mean(gains),
-        late_slope=_seed_mean([late_slope(r.evals) for r in runs]),
-        whole_climb=_seed_mean([whole_climb(r.evals) for r in runs]),
+        late_gain=seed_mean(gains),
+        late_slope=seed_mean([late_slope(r.evals) for r in runs]),
+        whole_climb=seed_mean([whole_climb(r.evals) for r in runs]),
     )
 
 

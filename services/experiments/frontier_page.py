@@ -13,6 +13,7 @@ from services.contracts.experiments import ComparisonSummary
 from services.errors import InputError
 from services.experiments.frontier import REACH_SHARE, MethodFrontier, reach_ratio
 from services.experiments.frontier_runs import LearnerPace, runs_json, runs_table
+from services.experiments.protocols import TURNOPD
 from services.experiments.step_cost import OneSpeed, one_speed_json, one_speed_table, steps_ratio_table
 from services.experiments.step_kinds import RunStepKinds, step_kinds_json, step_kinds_table
 from services.experiments.tables import Table, comparison_table, duration, pct, pct_pm
@@ -20,7 +21,6 @@ from services.orchestrator.run_result import Score
 
 MIN_SEEDS = 3
 MIN_GAMES = 60
-METHOD = "turnopd"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class FrontierReport:
     @property
     def time_ratio(self) -> float | None:
         """Vanilla's mean time to the threshold over TurnOPD's."""
-        base, ours = self.methods.get(self.summary.baseline), self.methods.get(METHOD)
+        base, ours = self.methods.get(self.summary.baseline), self.methods.get(TURNOPD)
         if base is None or ours is None or base.reach is None or ours.reach is None:
             return None
         return reach_ratio(base.reach, ours.reach)

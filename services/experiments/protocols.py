@@ -32,6 +32,7 @@ from services.errors import InputError
 
 WINDOW = 4
 BASELINE = "vanilla"
+TURNOPD = "turnopd"  # the method the baseline is set against
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,11 @@ def mean_of(scores: Sequence[WindowScore]) -> WindowScore:
     )
 
 
-def _seed_mean(values: Sequence[float | None]) -> float | None:
-    return None if any(v is None for v in values) else statistics.fmean(v for v in values if v is not None)
+def seed_mean(values: Sequence[float | None]) -> float | None:
+    """The mean of per-seed values; None if there are none or some seed has none."""
+    if not values or any(v is None for v in values):
+        return None
+    return statistics.fmean(v for v in values if v is not None)
 
 
 def _seed_std(values: Sequence[float | None]) -> float | None:
@@ -174,26 +178,26 @@ def summarise_method(method: str, runs: Sequence[RunScore], vanilla_wall_s: floa
     task_types = sorted({t for r in runs for t in r.per_task_type})
     envs = sorted({env for r in runs for env in r.per_env})
 
-    def seed_mean(by: str, key: str, protocol: str, field: str) -> float | None:
+    def group_mean(by: str, key: str, protocol: str, field: str) -> float | None:
         scores = [getattr(r, by).get(key) for r in runs]
-        return _seed_mean([None if s is None else getattr(getattr(s, protocol), field) for s in scores])
+        return seed_mean([None if s is None else getattr(getattr(s, protocol), field) for s in scores])
 
     def summary(by: str, key: str) -> TaskTypeSummary:
         return TaskTypeSummary(
-            same_step_acc=seed_mean(by, key, "same_step", "mean"),
-            same_step_std=seed_mean(by, key, "same_step", "std"),
-            least_time_acc=seed_mean(by, key, "least_time", "mean"),
-            least_time_std=seed_mean(by, key, "least_time", "std"),
+            same_step_acc=group_mean(by, key, "same_step", "mean"),
+            same_step_std=group_mean(by, key, "same_step", "std"),
+            least_time_acc=group_mean(by, key, "least_time", "mean"),
+            least_time_std=group_mean(by, key, "least_time", "std"),
         )
 
     return MethodSummary(
         method=method,
         seeds=[r.seed for r in runs],
-        same_step_acc=_seed_mean(same),
-        same_step_std=_seed_mean([r.same_step.std for r in runs]),
+        same_step_acc=seed_mean(same),
+        same_step_std=seed_mean([r.same_step.std for r in runs]),
         same_step_seed_std=_seed_std(same),
-        least_time_acc=_seed_mean(least),
-        least_time_std=_seed_mean([r.least_time.std for r in runs]),
+        least_time_acc=seed_mean(least),
+        least_time_std=seed_mean([r.least_time.std for r in runs]),
         least_time_seed_std=_seed_std(least),
         wall_time_s=wall,
         wall_time_seed_std=_seed_std(walls),

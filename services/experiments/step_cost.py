@@ -25,7 +25,6 @@ methods' seed means, as for the measured times.
 """
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,13 +34,12 @@ import numpy as np
 from services.contracts.experiments import ComparisonSummary
 from services.contracts.orchestrator import StepMetrics
 from services.errors import InputError
-from services.experiments.frontier import MethodFrontier
-from services.experiments.protocols import BASELINE
+from services.experiments.frontier import MethodFrontier, time_ratio
+from services.experiments.protocols import BASELINE, TURNOPD, seed_mean
 from services.experiments.tables import Table, duration
 
 RunKey = tuple[str, int]  # (method, seed)
 ITERATIONS = 200
-METHOD = "turnopd"
 
 
 def _features(tokens: int, episodes: int) -> tuple[float, float]:
@@ -142,27 +140,21 @@ class OneSpeed:
         """Vanilla's first ``k`` steps over TurnOPD's, at speed 1, summed over seeds (None: a method
         has no run, or a run fewer than ``k`` steps)."""
         sums = {}
-        for method in (BASELINE, METHOD):
+        for method in (BASELINE, TURNOPD):
             runs = [v for (m, _), v in self.step_s.items() if m == method]
             if not runs or any(len(v) < k for v in runs):
                 return None
             sums[method] = sum(sum(v[:k]) for v in runs)
-        return None if sums[METHOD] <= 0.0 else sums[BASELINE] / sums[METHOD]
+        return None if sums[TURNOPD] <= 0.0 else sums[BASELINE] / sums[TURNOPD]
 
     def mean_s(self, method: str) -> float | None:
         """The method's seed mean at speed 1; None unless every seed reached the threshold."""
-        times = [r.one_speed_s for r in self.reaches.get(method, [])]
-        if not times or any(t is None for t in times):
-            return None
-        return statistics.fmean(t for t in times if t is not None)
+        return seed_mean([r.one_speed_s for r in self.reaches.get(method, [])])
 
     @property
     def ratio(self) -> float | None:
         """Vanilla's mean time to the threshold over TurnOPD's, both at speed 1."""
-        base, ours = self.mean_s(BASELINE), self.mean_s(METHOD)
-        if base is None or ours is None or ours <= 0.0:
-            return None
-        return base / ours
+        return time_ratio(self.mean_s(BASELINE), self.mean_s(TURNOPD))
 
 
 def one_speed(
