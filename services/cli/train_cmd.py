@@ -139,11 +139,17 @@ def train(
 
 
 def resume_hint(run_dir: Path) -> str:
-    """How a run that stopped on an error goes on (a lost learner node, say): from its last checkpoint."""
-    from services.learner.checkpoint import latest_checkpoint, read_state
+    """How a run that stopped on an error goes on (a lost learner node, say): from the checkpoint a
+    resume takes, the newest intact one of a step the logs hold."""
+    from services.learner.checkpoint import checkpoint_step, complete_checkpoints, latest_checkpoint
 
-    checkpoint = latest_checkpoint(run_dir)
+    checkpoint = latest_checkpoint(run_dir, at_most=max(RunDir(run_dir).steps_logged(), default=0))
+    if checkpoint is None and complete_checkpoints(run_dir):
+        return (
+            f"no checkpoint of a logged step in {run_dir / 'checkpoints'} is intact; `turnopd train "
+            f"--resume {run_dir}` starts over only where no logged step was checkpointed"
+        )
     if checkpoint is None:
         return f"the run has no checkpoint yet; start it again (its directory: {run_dir})"
-    step = int(read_state(checkpoint)["step"])
+    step = checkpoint_step(checkpoint)
     return f"the run goes on from its checkpoint of step {step} with: turnopd train --resume {run_dir}"

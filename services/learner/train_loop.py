@@ -7,14 +7,17 @@ across ranks while the objective is a sum over the global batch), clips and step
 publishes the full weights (rank 0: ``ray.put``). It checkpoints every ``checkpoint_every`` steps,
 and when the orchestrator asks (``LearnerCheckpointRequest``, before it replaces the learner). Its
 inbox carries typed messages (``LearnerInboxMessage``: a ``LearnerShard``, a checkpoint request or
-``LearnerStop``), and so does the shared outbox (``LearnerOutboxMessage``). On start it resumes from the run directory's latest checkpoint and announces the step it resumed at,
-so the orchestrator sends nothing twice.
+``LearnerStop``), and so does the shared outbox (``LearnerOutboxMessage``). On start it resumes
+from the run directory's newest checkpoint that loads (one that does not is skipped, the reason
+logged) and announces the step it resumed at, so the orchestrator sends nothing twice. It never
+prunes checkpoints: the orchestrator does, once it has logged the step of a newer one.
 """
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 import torch
@@ -35,8 +38,8 @@ from services.contracts.learner import (
     LearnerStepped,
     LearnerStop,
 )
-from services.errors import ConflictError
-from services.learner.checkpoint import latest_checkpoint, read_state, save_checkpoint
+from services.errors import ConflictError, InputError
+from services.learner.checkpoint import newest_loadable, read_state, read_training_state, save_checkpoint
 from services.learner.fsdp import apply_fsdp, master_dtype
 from services.learner.mailbox_client import RankInbox, SharedOutbox
 from services.learner.objective import (
@@ -46,9 +49,12 @@ from services.learner.objective import (
     plan_micro_batches,
     turn_stats,
 )
-from services.models.loading import load_causal_lm
+from services.models.loading import DTypeName, load_causal_lm
 from services.settings.per_service import LearnerServiceSettings
 from services.torch_threads import effective_threads, use_threads
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 FULL_CPU = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
@@ -91,10 +97,14 @@ def run_train_loop(args: LoopArgs) -> None:
     use_threads(settings.learner.threads_per_worker)  # here: Ray Train runs this loop in a thread of its own
     torch.manual_seed(settings.seed)
 
-    resume = latest_checkpoint(run_dir)
     # float32 master weights whatever the compute dtype; bfloat16 compute is FSDP2's mixed precision
-    model = load_causal_lm(
-        str(resume or base_model), device=str(device), dtype=master_dtype(settings.learner.dtype)
+    dtype = master_dtype(settings.learner.dtype)
+    found = newest_loadable(run_dir, partial(_restored, device=str(device), dtype=dtype))
+    restored = found[1] if found is not None else None
+    model = (
+        restored.model
+        if restored is not None
+        else load_causal_lm(str(base_model), device=str(device), dtype=dtype)
     )
     apply_fsdp(model, settings.learner.dtype)
     model.train()
@@ -102,12 +112,11 @@ def run_train_loop(args: LoopArgs) -> None:
         model.parameters(), lr=settings.optim.lr, weight_decay=settings.optim.weight_decay
     )
     resumed_step = 0
-    if resume is not None:
-        set_optimizer_state_dict(
-            model, optim, torch.load(resume / "optimizer.pt", weights_only=False), options=FULL_CPU
-        )
-        torch.set_rng_state(torch.load(resume / "rng.pt")["torch"])
-        resumed_step = int(read_state(resume)["step"])
+    if restored is not None:
+        set_optimizer_state_dict(model, optim, restored.optimizer_state, options=FULL_CPU)
+        torch.set_rng_state(restored.rng_state)
+        resumed_step = restored.step
+    del found, restored  # a copy of the optimizer state, as large as the optimizer's own
     outbox.put(
         LearnerReady(rank=rank, world_size=world, resumed_step=resumed_step, threads=effective_threads())
     )
@@ -132,6 +141,28 @@ def run_train_loop(args: LoopArgs) -> None:
                 outbox.put(LearnerStepped(result=result, weights=ray.put(weights) if rank == 0 else None))
             case other:
                 raise ConflictError(f"learner rank {rank}: unexpected inbox message {type(other).__name__}")
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a learner resumes from: a checkpoint's step, model, optimizer state and RNG state."""
+
+    step: int
+    model: "PreTrainedModel"
+    optimizer_state: dict[str, Any]
+    rng_state: torch.Tensor
+
+
+def _restored(path: Path, device: str, dtype: DTypeName) -> Restored:
+    """Load checkpoint ``path``; InputError when one of its files is damaged (``newest_loadable``)."""
+    from safetensors import SafetensorError
+
+    optimizer_state, rng_state = read_training_state(path)
+    try:
+        model = load_causal_lm(str(path), device=device, dtype=dtype)
+    except (OSError, SafetensorError) as exc:
+        raise InputError(f"{path}: the model does not load ({exc})") from None
+    return Restored(int(read_state(path)["step"]), model, optimizer_state, rng_state)
 
 
 def _step(
@@ -246,6 +277,5 @@ def _checkpoint(
             optim_state,
             settings.run_id or "run",
             base_model,
-            settings.learner.keep_checkpoints,
         )
     dist.barrier()

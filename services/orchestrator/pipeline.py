@@ -6,7 +6,6 @@ rollouts and teacher scoring of steps k+1..k+s run while the learner trains step
 at most s versions old; each step is still logged in order, once.
 """
 
-import json
 import queue
 import threading
 import time
@@ -27,7 +26,7 @@ from services.contracts.rollout import EpisodeTask
 from services.controller.depth import plan_basis_step
 from services.diagnostics.step_stats import step_stats
 from services.errors import TurnOPDError
-from services.learner.checkpoint import drop_checkpoints_after, latest_checkpoint
+from services.learner.checkpoint import checkpoint_dir, drop_checkpoints_after, prune_checkpoints
 from services.operations.controller_rebuilds import RebuildNotices
 from services.operations.live_status import LiveRun
 from services.operations.restart_loop import RestartLoop
@@ -37,6 +36,7 @@ from services.operations.stack import Stack, connect_ray, start_stack
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.evaluation import evaluate
 from services.orchestrator.metrics_exporter import MetricsExporter
+from services.orchestrator.resume_checks import check_before_drop, check_resumed, first_checkpoint_step
 from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources, mixed_learner_batch
 from services.orchestrator.step import (
     LearnerLike,
@@ -60,24 +60,23 @@ EvalCallback = Callable[[EvalRecord], None]
 
 
 def _cumulative_before(run: RunDir) -> float:
-    path = run.path(METRICS_FILE)
-    if not path.exists():
-        return 0.0
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = run.records(METRICS_FILE)
     return float(rows[-1]["cumulative_s"]) if rows else 0.0
 
 
-def _resume(stack: Stack, run: RunDir) -> int:
-    """Line the run up with the learner's last checkpoint: logs, controller and rollout weights."""
+def _resume(stack: Stack, run: RunDir, last_logged: int, first_checkpoint: int) -> int:
+    """Line the run up with the checkpoint the learner resumed from: logs, controller and rollout
+    weights (refused where that would erase checkpointed steps: ``check_resumed``)."""
     start = stack.learner.resumed_step
+    check_resumed(run.root, start, last_logged, first_checkpoint)
     run.truncate_after(start)
     for key in StepSources.of(stack.settings).keys:  # every source's controller
         stack.controller.rewind(start, key)
-    checkpoint = latest_checkpoint(run.root)
-    if start > 0 and checkpoint is not None:
+    if start > 0:
         from safetensors.torch import load_file
 
-        stack.pool.publish_weights(ray.put(load_file(checkpoint / "model.safetensors")), start)
+        weights = load_file(checkpoint_dir(run.root, start) / "model.safetensors")
+        stack.pool.publish_weights(ray.put(weights), start)
     return start
 
 
@@ -304,7 +303,10 @@ def train(
     """
     # A run stopped between the learner's checkpoint and that step's log lines would resume with the
     # step missing from every log: resume from the last step the logs hold instead.
-    drop_checkpoints_after(run.root, max(run.steps_logged(METRICS_FILE), default=0))
+    last_logged = max(run.steps_logged(METRICS_FILE), default=0)
+    first_checkpoint = first_checkpoint_step(settings.learner.checkpoint_every, settings.optim.steps)
+    check_before_drop(run.root, last_logged, first_checkpoint)
+    drop_checkpoints_after(run.root, last_logged)
     with ExitStack() as exits:
         exporter = TrainingMetrics(
             CollectorRegistry(),
@@ -321,7 +323,7 @@ def train(
         exits.callback(stop_run_control, control)
         on_phase("starting the services")
         stack = start_stack(settings, run, exits)
-        start = _resume(stack, run)
+        start = _resume(stack, run, last_logged, first_checkpoint)
         rebuilds = RebuildNotices(stack.controller)  # what the controller rebuilt of what Redis lost
         rebuilds.check()
         restarts = ServiceRestarts(stack.services)
@@ -336,6 +338,8 @@ def train(
             for decision in out.decisions:
                 run.append(DECISIONS_FILE, decision.model_dump_json())
             run.append(METRICS_FILE, out.metrics.model_dump_json())
+            # only now may the checkpoint this step replaces go (a crash before the line: it is the resume's)
+            prune_checkpoints(run.root, settings.learner.keep_checkpoints, out.metrics.step)
             exporter.observe(
                 out.metrics,
                 step_stats(out.result.turn_stats, settings.blend.min_floor, settings.blend.min_frac),

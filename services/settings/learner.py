@@ -37,7 +37,12 @@ class LearnerSettings(Section):
         description="Supervised positions whose LM-head logits (x vocabulary) are computed at once.",
     )
     checkpoint_every: int = Field(10, ge=1, description="Save a checkpoint every N optimizer steps.")
-    keep_checkpoints: int = Field(2, ge=1, description="How many recent checkpoints to keep on disk.")
+    keep_checkpoints: int = Field(
+        2,
+        ge=1,
+        description="How many recent checkpoints of logged steps to keep on disk (the driver prunes "
+        "after logging a step; a checkpoint of a step not logged yet is kept too).",
+    )
     step_timeout_s: float = Field(1800.0, gt=0.0, description="Max seconds to wait for one optimizer step.")
     ray_train_for_one_worker: bool = Field(
         False,

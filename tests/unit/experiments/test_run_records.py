@@ -105,11 +105,16 @@ def test_records_that_cannot_be_read_are_named_and_nothing_is_restored(tmp_path)
     records = tmp_path / "records"
     save_records(planned, records)
 
-    # the second record is refused: the first is not copied either
+    # the second record is refused: the first is not copied either. A torn last line is left out (the
+    # record lacks its last step); a damaged line before it is named by file and line
     cut = run_path(records, "vanilla", 0) / "metrics.jsonl"
-    cut.write_text(cut.read_text()[:-20])
+    whole = cut.read_text()
+    cut.write_text(whole[:-20])
     elsewhere = plan_runs(None, ["turnopd", "vanilla"], 1, 3, tmp_path / "there")
-    with pytest.raises(InputError, match=r"records: .*vanilla/seed0 cannot be read \(JSONDecodeError"):
+    with pytest.raises(InputError, match=r"vanilla/seed0 is not a complete 3-step run"):
+        restore_records(elsewhere, records)
+    cut.write_text("{" + whole)
+    with pytest.raises(InputError, match=rf"^{cut}:1: not a valid log line"):
         restore_records(elsewhere, records)
     assert not (tmp_path / "there").exists()
 
