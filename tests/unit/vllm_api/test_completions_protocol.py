@@ -74,6 +74,7 @@ def _vllms_model_list_module():
 
     candidates = (
         "vllm.entrypoints.openai.engine.protocol",
+        "vllm.entrypoints.serve.engine.protocol",
         "vllm.entrypoints.openai.models.protocol",
         "vllm.entrypoints.openai.protocol",
     )
