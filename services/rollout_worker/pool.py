@@ -82,15 +82,17 @@ class RolloutPool:
             actor.options(**worker_options(own, i)).remote(own, i, env_gateway_url, model)
             for i in range(settings.cluster.rollout_workers)
         ]
-        timeout = settings.rollout_worker.ready_timeout_s
+        timeout = own.ready_timeout_s
         try:
             self._incarnations = ray.get([w.ready.remote() for w in self._workers], timeout=timeout)
         except GetTimeoutError:
             self.close()
             raise TurnOPDError(
                 f"{settings.cluster.rollout_workers} rollout workers were not ready within {timeout:.0f}s "
-                "(rollout_worker.ready_timeout_s); does the Ray "
-                f"cluster have {settings.rollout_worker.num_cpus:g} free CPUs (and the GPUs) for each?"
+                f"(rollout_worker.ready_timeout_s): their {own.models.engine} engine of "
+                f"{own.models.student!r} was still starting; raise the timeout if the engine is slow to "
+                f"start here (vLLM's CPU build), else check that the Ray cluster has "
+                f"{settings.rollout_worker.num_cpus:g} free CPUs (and the GPUs) for each"
             ) from None
 
     @property
@@ -260,7 +262,7 @@ class RolloutPool:
     def _recover(self, index: int) -> bool:
         """Wait for Ray to restart (or an operator to replace) worker ``index`` and give it the
         published weights; False if it is gone."""
-        deadline = time.monotonic() + self.settings.rollout_worker.restart_timeout_s
+        deadline = time.monotonic() + self.settings.for_rollout_worker().restart_timeout_s
         died_answers = 0
         while time.monotonic() < deadline:
             worker = self._current_worker(index, deadline)
@@ -343,7 +345,7 @@ class RolloutPool:
 
     def _install(self, index: int, fresh: Any, settings: RolloutWorkerServiceSettings) -> None:
         """Wait for ``fresh``, give it the published weights, and make it worker ``index``."""
-        timeout = settings.rollout_worker.restart_timeout_s
+        timeout = settings.restart_timeout_s
         try:
             incarnation = ray.get(fresh.ready.remote(), timeout=timeout)
         except GetTimeoutError:
@@ -392,7 +394,7 @@ class RolloutPool:
             actor.options(**worker_options(settings, i)).remote(settings, i, self._env_url, self.model)
             for i in range(before, size)
         ]
-        timeout = settings.rollout_worker.ready_timeout_s
+        timeout = settings.ready_timeout_s
         try:
             incarnations = ray.get([w.ready.remote() for w in fresh], timeout=timeout)
             if self._weights_ref is not None:  # publishes wait for this lock: the version holds
@@ -405,7 +407,8 @@ class RolloutPool:
             if isinstance(exc, GetTimeoutError):
                 raise TurnOPDError(
                     f"the {size - before} new rollout worker(s) were not ready within {timeout:.0f}s "
-                    f"(rollout_worker.ready_timeout_s); the pool keeps its {before}"
+                    f"(rollout_worker.ready_timeout_s): their {settings.models.engine} engine was still "
+                    f"starting; the pool keeps its {before}"
                 ) from None
             raise
         with self._changes:

@@ -68,6 +68,10 @@ class ControllersSettings(ServiceSettings):
         return [c.env for c in self.controllers]
 
 
+READY_TIMEOUT_S = 300.0  # a transformers engine: its checkpoint and, once, the decode kernels' build
+VLLM_READY_TIMEOUT_S = 900.0  # vLLM's CPU build: 60-180 s measured on 2 cores (docs/vllm.md), x5
+
+
 class RolloutWorkerServiceSettings(ServiceSettings):
     """All a rollout worker is given: ``[models]`` (engine, zoo, response length), the run's seed,
     ``[rollout_worker]``, the observation format, what the worker reserves on the cluster, and the
@@ -84,6 +88,21 @@ class RolloutWorkerServiceSettings(ServiceSettings):
     )
     pool_resource: bool = False  # each worker also reserves one unit of the rollout pool's resource
     service_token: SecretStr | None = None
+
+    @property
+    def ready_timeout_s(self) -> float:
+        """``[rollout_worker] ready_timeout_s``, or when unset the wait the engine's start-up needs."""
+        return self._startup_wait(self.rollout_worker.ready_timeout_s)
+
+    @property
+    def restart_timeout_s(self) -> float:
+        """``[rollout_worker] restart_timeout_s``, or when unset the wait the engine's start-up needs."""
+        return self._startup_wait(self.rollout_worker.restart_timeout_s)
+
+    def _startup_wait(self, chosen: float | None) -> float:
+        if chosen is not None:
+            return chosen
+        return VLLM_READY_TIMEOUT_S if self.models.engine == "vllm" else READY_TIMEOUT_S
 
 
 class LearnerServiceSettings(ServiceSettings):

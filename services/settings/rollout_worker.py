@@ -12,11 +12,18 @@ class RolloutWorkerSettings(Section):
     max_attempts: int = Field(
         3, ge=1, le=100, description="Plays of one batch of tasks before its episodes are reported failed."
     )
-    restart_timeout_s: float = Field(
-        300.0, gt=0.0, description="How long to wait for Ray to restart a dead worker (and reload weights)."
+    restart_timeout_s: float | None = Field(
+        None,
+        gt=0.0,
+        description="How long to wait for Ray to restart a dead worker (and reload weights). Unset: as "
+        "ready_timeout_s, 300 s on the transformers engine and 900 s on vLLM.",
     )
-    ready_timeout_s: float = Field(
-        300.0, gt=0.0, description="How long new workers (the pool's start, a scale-up) may take to load."
+    ready_timeout_s: float | None = Field(
+        None,
+        gt=0.0,
+        description="How long new workers (the pool's start, a scale-up) may take to load. Unset: 300 s on "
+        "the transformers engine, 900 s on vLLM, whose CPU build took 60-180 s to start here (import, "
+        "engine-core process, compile warm-up) with Ray and the teacher starting beside it on 2 cores.",
     )
     env_timeout_s: float = Field(300.0, gt=0.0, description="Timeout of one env gateway HTTP call.")
     eval_chunk_episodes: int = Field(

@@ -126,3 +126,12 @@ def test_the_learner_and_workers_get_their_cluster_resources():
     worker = settings.for_rollout_worker()
     assert (worker.gpus, worker.pool_resource) == (1.0, True)
     assert not load_settings(None).for_learner().on_gpu
+
+
+def test_the_ready_wait_fits_the_engine_unless_set():
+    transformers = load_settings(None).for_rollout_worker()
+    vllm = load_settings(None, {"models": {"engine": "vllm"}}).for_rollout_worker()
+    assert (transformers.ready_timeout_s, vllm.ready_timeout_s) == (300.0, 900.0)
+    chosen = load_settings(None, {"models": {"engine": "vllm"}, "rollout_worker": {"ready_timeout_s": 42}})
+    assert chosen.for_rollout_worker().ready_timeout_s == 42.0
+    assert (transformers.restart_timeout_s, vllm.restart_timeout_s) == (300.0, 900.0)
