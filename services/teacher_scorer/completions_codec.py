@@ -14,7 +14,7 @@ import functools
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pydantic_core
@@ -175,6 +175,24 @@ def rows_from_prompts(prompts: list[list[int]]) -> list[ScoreRow]:
     ]
 
 
+def truncated_prompts(
+    prompts: list[list[int]], keep: int | None, side: Literal["left", "right"] | None, longest: int
+) -> list[list[int]]:
+    """The prompts cut as vLLM's ``truncate_prompt_tokens = keep`` cuts them: to their last ``keep``
+    tokens (side "left" or None: vLLM's default for generating models) or their first (side
+    "right"); ``keep`` -1 keeps ``longest`` (the longest sequence the server scores), None all."""
+    if keep is None:
+        return prompts
+    n = longest if keep == -1 else keep
+    match side:
+        case "left" | None:
+            return [p[max(len(p) - n, 0) :] for p in prompts]
+        case "right":
+            return [p[:n] for p in prompts]
+        case _:
+            raise ValueError(f"truncation side {side!r}: 'left' or 'right'")
+
+
 @functools.lru_cache(maxsize=8)
 def _position_template(top_k: int) -> str:
     """One position's top-K entries as a %-format (token id, log-prob per rank), without the closing
@@ -204,11 +222,15 @@ def _positions_json(prompt: list[int], scores: RowScores) -> str:
 
 
 def completion_json(
-    prompts: list[list[int]], scores: Sequence[RowScores], model: str, kernels: "CodecKernels | None" = None
+    prompts: list[list[int]],
+    scores: Sequence[RowScores],
+    model: str,
+    kernels: "CodecKernels | None" = None,
+    request_id: str | None = None,
 ) -> bytes:
     """The OpenAI-compatible answer (``CompletionResponse`` as JSON) for ``prompts`` from our scores
     of every position of each (``rows_from_prompts``), the positions written by the compiled
-    ``kernels`` where given (the same text).
+    ``kernels`` where given (the same text); its id ``cmpl-{request_id}`` as vLLM's (default random).
 
     Each position holds the top-K (ranks 1..K) and the token there. Written as text from the arrays:
     building K+1 dicts per position and dumping them cost twice as much, and a model's validation
@@ -224,7 +246,7 @@ def completion_json(
     tokens = sum(len(p) for p in prompts)
     envelope = pydantic_core.to_json(
         {
-            "id": f"cmpl-{uuid.uuid4().hex}",
+            "id": f"cmpl-{uuid.uuid4().hex if request_id is None else request_id}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": model,

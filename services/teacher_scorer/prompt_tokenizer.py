@@ -2,7 +2,7 @@
 
 A run always sends token ids; text arrives from the endpoint client's start-up probe, which compares
 the ids a server makes of a text with the student's (vLLM tokenises the same way: the tokenizer's
-``__call__`` with its special tokens added).
+``__call__``, with its special tokens added unless the request's ``add_special_tokens`` is false).
 """
 
 from pathlib import Path
@@ -26,7 +26,8 @@ class PromptTokenizer:
         self._model = model
         self._tokenizer: PreTrainedTokenizerBase | None = None
 
-    def __call__(self, text: str) -> list[int]:
+    def __call__(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """The text's token ids, with the tokenizer's special tokens (e.g. BOS) unless told otherwise."""
         if self._tokenizer is None:
             if not self._model:
                 raise InputError(
@@ -34,7 +35,7 @@ class PromptTokenizer:
                     "prompt as token ids"
                 )
             self._tokenizer = _load(checkpoint_dir(self._model))
-        ids: list[int] = self._tokenizer(text)["input_ids"]
+        ids: list[int] = self._tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
         return ids
 
 

@@ -7,9 +7,10 @@ Errors are translated here, once, by ``TEACHER_ERRORS`` (which also documents th
 422 with its message, EngineBrokenError -> 503. With a service token, ``/v1/score`` and ``/metrics``
 answer 401 without it; ``/healthz`` stays open. Request bodies are parsed as JSON into
 ``ScoreRequest`` only. ``/v1/completions`` answers the scoring subset of the OpenAI-compatible
-protocol (``contracts/completions.py``) from the same scorer, and ``/v1/models`` names the served
-model and its context as vLLM does, so vLLM-speaking clients, our ``EndpointTeacherClient`` among
-them, can use this app without being told its context.
+protocol (``contracts/completions.py``: it takes every field of vLLM's request; each acts, cannot
+change prompt log-probs, or is refused naming its value) from the same scorer, and ``/v1/models``
+names the served model and its context as vLLM does, so vLLM-speaking clients, our
+``EndpointTeacherClient`` among them, can use this app without being told its context.
 """
 
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from services.errors import InputError
 from services.http_auth import TokenProvider, require_service_token, set_token_provider
 from services.http_responses import PROMETHEUS_TEXT, ErrorStatus, ErrorTable
 from services.http_validation import install_validation_handler
-from services.teacher_scorer.completions_codec import completion_json, rows_from_prompts
+from services.teacher_scorer.completions_codec import completion_json, rows_from_prompts, truncated_prompts
 from services.teacher_scorer.completions_native import CodecKernels
 from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow
 
@@ -47,7 +48,7 @@ class ScoreBackend(Protocol):
 
     def metrics_exposition(self) -> bytes: ...
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids of a text prompt with the teacher checkpoint's tokenizer (InputError without one)."""
         ...
 
@@ -102,10 +103,22 @@ async def score(body: ScoreRequest, backend: Backend) -> Response:
 async def completions(body: CompletionRequest, backend: Backend) -> Response:
     """Prompt log-probs (top ``prompt_logprobs`` and the token there) of token-id prompts, or of a text
     prompt tokenised by the teacher's own tokenizer; generates nothing (``max_tokens`` <= 1, ``text``
-    empty)."""
-    prompts = [backend.tokenize(body.prompt)] if isinstance(body.prompt, str) else body.prompts
+    empty). Takes every field of vLLM's request: ``truncate_prompt_tokens``, ``truncation_side``,
+    ``add_special_tokens`` and ``request_id`` act as in vLLM; sampling fields (``temperature``,
+    ``top_p``, ``seed``, ``stop``, ...) have no effect, as they cannot change prompt log-probs; a
+    value asking for what this app does not make (``stream``, ``n`` > 1, ``echo``, ``logprobs``,
+    ``suffix``, structured output, ...) is a 422 naming the field and the value, as is a field
+    vLLM's request does not have."""
+    if isinstance(body.prompt, str):
+        prompts = [backend.tokenize(body.prompt, add_special_tokens=body.add_special_tokens is not False)]
+    else:
+        prompts = body.prompts
+    if body.truncate_prompt_tokens is not None:
+        longest = backend.limits().max_length
+        prompts = truncated_prompts(prompts, body.truncate_prompt_tokens, body.truncation_side, longest)
     scores = await backend.score_rows(rows_from_prompts(prompts), body.prompt_logprobs)
-    answer = completion_json(prompts, scores, body.model or "teacher", backend.codec_kernels)
+    model = body.model or "teacher"
+    answer = completion_json(prompts, scores, model, backend.codec_kernels, body.request_id)
     return Response(content=answer, media_type="application/json")
 
 

@@ -1,4 +1,5 @@
-"""The /v1/completions subset: JSON round trips, a vLLM-shaped answer parses, requests stay strict."""
+"""The /v1/completions subset: JSON round trips, a vLLM-shaped answer parses, requests take vLLM's
+fields and stay strict about other names."""
 
 import pytest
 from pydantic import ValidationError
@@ -70,7 +71,12 @@ def test_a_text_prompt_round_trips_and_has_no_token_ids_yet():
         ({"prompt": [1], "prompt_logprobs": 5}, "prompt"),
         ({"prompt": "", "prompt_logprobs": 5}, "prompt"),
         ({"prompt": ["two", "texts"], "prompt_logprobs": 5}, "prompt"),
-        ({"prompt": [1, 2], "prompt_logprobs": 5, "temperature": 0.5}, "temperature"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "temprature": 0.5}, "temprature"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "best_of": 2}, "best_of"),  # OpenAI's; not vLLM's
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "n": 3}, "n = 3 cannot be honoured"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "truncate_prompt_tokens": -2}, "truncate_prompt_tokens"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "truncation_side": "middle"}, "truncation_side"),
+        ({"prompt": [1, 2], "prompt_logprobs": 5, "temperature": "hot"}, "temperature"),
         ({"prompt": [1, -2], "prompt_logprobs": 5}, "prompt"),
     ],
 )
@@ -82,3 +88,48 @@ def test_requests_outside_the_subset_are_refused(body, field):
 def test_a_token_id_beyond_int32_is_refused():
     with pytest.raises(ValidationError, match="less than 2147483648"):
         CompletionRequest.model_validate({"prompt": [[0, 2**63]], "prompt_logprobs": 1})
+
+
+def test_a_request_with_vllms_fields_round_trips():
+    request = CompletionRequest(
+        prompt=[[1, 2, 3]],
+        prompt_logprobs=2,
+        temperature=0.0,
+        seed=-1,
+        stop=["a", "b"],
+        logit_bias={"7": -1.5},
+        truncate_prompt_tokens=-1,
+        truncation_side="right",
+        n=1,
+        stream=False,
+        response_format={"type": "text"},
+    )
+    again = CompletionRequest.model_validate_json(request.model_dump_json())
+    assert again == request
+    assert (again.temperature, again.stop, again.truncate_prompt_tokens) == (0.0, ["a", "b"], -1)
+
+
+def test_the_requests_we_send_are_unchanged_by_the_added_fields():
+    """Every field beyond the subset defaults to None, so a client's body (exclude_none) is as before."""
+    request = CompletionRequest(
+        model="m", prompt=[[1, 2]], prompt_logprobs=3, max_tokens=1, return_token_ids=True
+    )
+    assert request.model_dump_json(exclude_none=True) == (
+        '{"model":"m","prompt":[[1,2]],"prompt_logprobs":3,"max_tokens":1,"return_token_ids":true}'
+    )
+
+
+def test_a_refused_value_is_named_with_why():
+    with pytest.raises(ValidationError) as caught:
+        CompletionRequest.model_validate(
+            {"prompt": [1, 2], "prompt_logprobs": 5, "logprobs": 5, "echo": True}
+        )
+    messages = {error["loc"]: error["msg"] for error in caught.value.errors()}
+    assert messages == {
+        (
+            "logprobs",
+        ): "Value error, logprobs = 5 cannot be honoured: log-probs of generated tokens, and this "
+        "app generates none; use prompt_logprobs",
+        ("echo",): "Value error, echo = true cannot be honoured: this app writes no text nor `logprobs`; "
+        "prompt_logprobs has the prompt's",
+    }

@@ -13,6 +13,7 @@ from services.teacher_scorer.completions_codec import (
     rows_from_prompts,
     scores_from_completion,
     topk_tail_entropy,
+    truncated_prompts,
 )
 from services.teacher_scorer.engine import RowScores, ScoreRow
 
@@ -204,3 +205,20 @@ def test_choices_out_of_order_map_to_their_prompts(codec):
     duplicated = CompletionResponse(model="teacher", choices=[first, first]).model_dump_json()
     with pytest.raises(EndpointAnswerError, match=r"choices \[0, 0\] for 2 prompts"):
         scores_from_completion(duplicated, rows, 3, codec)
+
+
+@pytest.mark.parametrize(
+    ("keep", "side", "kept"),
+    [
+        (None, None, [[1, 2, 3, 4, 5], [6, 7]]),
+        (3, None, [[3, 4, 5], [6, 7]]),
+        (3, "left", [[3, 4, 5], [6, 7]]),
+        (3, "right", [[1, 2, 3], [6, 7]]),
+        (-1, None, [[2, 3, 4, 5], [6, 7]]),
+        (-1, "right", [[1, 2, 3, 4], [6, 7]]),
+        (0, None, [[], []]),
+        (0, "right", [[], []]),
+    ],
+)
+def test_truncated_prompts_keep_what_vllms_truncate_prompt_tokens_keeps(keep, side, kept):
+    assert truncated_prompts([[1, 2, 3, 4, 5], [6, 7]], keep, side, longest=4) == kept
