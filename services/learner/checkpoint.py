@@ -14,7 +14,6 @@ at the save would leave, after a crash between the two, only a checkpoint of a s
 
 import json
 import logging
-import pickle
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -124,8 +123,9 @@ def read_training_state(path: Path) -> tuple[dict[str, Any], torch.Tensor]:
     try:
         optimizer_state: dict[str, Any] = torch.load(path / "optimizer.pt", weights_only=False)
         rng_state: torch.Tensor = torch.load(path / "rng.pt")["torch"]
-    except (OSError, EOFError, RuntimeError, KeyError, TypeError, pickle.UnpicklingError) as exc:
-        # torch.load of a truncated or overwritten file: RuntimeError (zip), UnpicklingError, EOFError
+    except Exception as exc:  # translated once, here
+        # torch.load of a truncated or overwritten file raises whatever its unpickler meets: RuntimeError
+        # (zip), UnpicklingError, EOFError, KeyError, TypeError...
         raise InputError(
             f"{path}: the optimizer or RNG state does not load ({type(exc).__name__}: {exc})"
         ) from None

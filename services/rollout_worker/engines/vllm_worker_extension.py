@@ -53,7 +53,8 @@ def reprocess_tied_layers(model: Any, loaded: set[str]) -> list[str]:
     new values, but on vLLM's CPU backend the head multiplies through a oneDNN handle packed from the
     old ones at start-up, and would keep scoring with the weights the engine started with.
     """
-    fresh = {id(model.get_parameter(name)) for name in loaded}
+    named = dict(model.named_parameters(remove_duplicate=False))
+    fresh = {id(named[name]) for name in loaded if name in named}
     redone = []
     for module_name, module in model.named_modules():
         method = getattr(module, "quant_method", None)

@@ -80,6 +80,8 @@ def vllm_model(rollout_config):
     """vLLM's own Qwen3ForCausalLM over the tiny checkpoint's config (random weights), on the CPU."""
     from vllm.config import set_current_vllm_config
     from vllm.distributed import parallel_state
+    from vllm.model_executor.model_loader.reload import record_metadata_for_reloading
+    from vllm.model_executor.model_loader.utils import process_weights_after_loading
     from vllm.model_executor.models.qwen3 import Qwen3ForCausalLM
 
     with socket.socket() as s:
@@ -94,7 +96,11 @@ def vllm_model(rollout_config):
             backend="gloo",
         )
         parallel_state.initialize_model_parallel(1, 1)
+        # as vLLM's loader builds a model: metadata recorded (a reload restores from it), then processed
+        # into its kernels' format (the CPU backend repacks each linear weight and empties the parameter)
         model = Qwen3ForCausalLM(vllm_config=rollout_config)
+        record_metadata_for_reloading(model)
+        process_weights_after_loading(model, rollout_config.model_config, torch.device("cpu"))
     yield model
     parallel_state.destroy_model_parallel()
     parallel_state.destroy_distributed_environment()
@@ -226,9 +232,12 @@ def test_a_weight_update_crosses_vllms_engine_core_messages_and_loads(
     params = dict(vllm_model.named_parameters())
     assert report.complete and report.loaded == len(params)
     assert torch.equal(params["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
-    qkv = params["model.layers.1.self_attn.qkv_proj.weight"]  # vLLM stacks q, k and v
+    # vLLM stacks q, k and v; on the CPU the stacked weight lives in its GEMM kernel's packed form
+    layer = vllm_model.model.layers[1].self_attn.qkv_proj
     q, k, v = (state[f"model.layers.1.self_attn.{n}_proj.weight"] for n in "qkv")
-    assert torch.equal(qkv, torch.cat([q, k, v]))
+    x = torch.randn(3, q.shape[1])
+    got = layer.quant_method.apply(layer, x)
+    assert torch.allclose(got, x @ torch.cat([q, k, v]).T, atol=1e-5)
 
 
 def test_tensors_and_contract_objects_do_not_cross_the_engine_core_boundary(checkpoint):
