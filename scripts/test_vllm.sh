@@ -10,4 +10,4 @@ bash scripts/setup_vllm_cpu.sh
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-nobind}
 echo "== pytest -m vllm (in $VENV)"
-"$VENV/bin/python" -m pytest -m vllm -p no:xdist --durations=15 tests/vllm_tier tests/unit/vllm_api "$@"
+"$VENV/bin/python" -m pytest -m vllm --durations=15 tests/vllm_tier tests/unit/vllm_api "$@"

@@ -9,6 +9,7 @@ from services.settings_section import Section
 
 EntityEmbeddings = Literal["random", "composed"]
 EngineKind = Literal["transformers", "vllm"]
+PREFIX_CACHE_MB = 256  # the run's default, and every engine constructor's
 DTypeName = Literal["float32", "bfloat16", "float16"]
 
 
@@ -53,7 +54,10 @@ class ModelsSettings(Section):
     engine: EngineKind = Field("transformers", description="Rollout generation engine.")
     max_new_tokens: int = Field(96, ge=1, le=32768, description="Token limit of one assistant response.")
     prefix_cache_mb: int = Field(
-        256, ge=0, description="Transformers engine: memory for KV states reused across turns (0: off)."
+        PREFIX_CACHE_MB,
+        ge=0,
+        description="Transformers engine: memory for KV states reused across turns (0: off, every turn "
+        "prefills its whole context again; the KV slots then do not persist across calls).",
     )
     kv_slots: bool = Field(
         True,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from services.errors import ConfigError
 from services.rollout_worker.engines.base import GenerationEngine
-from services.settings.models import EngineKind, ModelsSettings
+from services.settings.models import PREFIX_CACHE_MB, EngineKind, ModelsSettings
 
 
 def make_engine(
@@ -15,7 +15,7 @@ def make_engine(
     dtype: str = "float32",
     seed: int = 0,
     cache_dir: Path | None = None,
-    prefix_cache_mb: int = 0,
+    prefix_cache_mb: int = PREFIX_CACHE_MB,
     gpu_memory_utilization: float = 0.5,
     kv_slots: bool = True,
     native_kernels: bool = True,

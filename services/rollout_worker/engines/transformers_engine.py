@@ -45,6 +45,7 @@ from services.rollout_worker.engines.prefix_cache import (
 from services.rollout_worker.engines.qwen3_decode import Qwen3Decoder, unsupported_reason
 from services.rollout_worker.engines.sampler import sample_tokens
 from services.rollout_worker.engines.weights_file import check_weights_fit, shapes_of
+from services.settings.models import PREFIX_CACHE_MB
 
 if TYPE_CHECKING:
     import torch
@@ -108,7 +109,7 @@ class TransformersEngine(GenerationEngine):
         dtype: str = "float32",
         seed: int = 0,
         cache_dir: Path | None = None,
-        prefix_cache_mb: int = 0,
+        prefix_cache_mb: int = PREFIX_CACHE_MB,
         kv_slots: bool = True,
         native_kernels: bool = True,
     ) -> "TransformersEngine":

@@ -56,7 +56,7 @@ def test_stacked_prefixes_are_right_aligned_with_zero_padding():
 
 @pytest.fixture(scope="module")
 def engines(zoo_cache: Path) -> tuple[TransformersEngine, TransformersEngine]:
-    plain = TransformersEngine.from_pretrained("student", cache_dir=zoo_cache)
+    plain = TransformersEngine.from_pretrained("student", cache_dir=zoo_cache, prefix_cache_mb=0)
     cached = TransformersEngine(
         plain.model, plain.stop_token_ids, pad_token_id=0, prefix_cache_bytes=64 << 20
     )

@@ -159,3 +159,16 @@ def test_kv_slots_false_in_the_settings_takes_the_hugging_face_path_with_the_sam
         assert (built.slots is not None) == slots  # the Qwen3 fp32 student runs on slots by default
         answers[slots] = built.generate([prompt], params)[0].token_ids
     assert answers[True] == answers[False]
+
+
+def test_from_pretrained_keeps_a_turns_states_for_the_next_as_a_run_does(zoo_cache: Path):
+    """The constructor's default is the run's (``[models] prefix_cache_mb``): a second turn that
+    extends the first prefills only what is new. Before, it defaulted to 0 and prefilled it all."""
+    assert ModelsSettings().prefix_cache_mb > 0
+    engine = TransformersEngine.from_pretrained("student", cache_dir=zoo_cache)
+    [first] = prompts_of(engine.model.config.vocab_size, [40], seed=7)
+    greedy = GenerationParams(max_new_tokens=8, temperature=0.0)
+    [gen] = engine.generate([first], greedy)
+    second = first + gen.token_ids + first[:10]
+    engine.generate([second], greedy)
+    assert engine.prefilled_tokens < len(first) + len(second) - 30  # the first turn's states were reused
