@@ -26,7 +26,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import StepMetrics
 from services.loopback import free_loopback_port
 from services.models.loading import load_tokenizer
-from services.settings import load_settings
+from services.settings import TurnOPDSettings, load_settings
 from services.settings.teacher import TeacherSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TopKAboveCapError
 from services.teacher_scorer.engine import ScoreRow
@@ -54,9 +54,7 @@ def train(config: Path, run_dir: Path, **overrides: str) -> subprocess.Completed
     )
 
 
-def assert_complete(result: subprocess.CompletedProcess[str], config: Path, run_dir: Path) -> None:
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    settings = load_settings(config)
+def assert_complete(run_dir: Path, settings: TurnOPDSettings) -> None:
     steps = settings.optim.steps
     metrics = read_jsonl(run_dir / "metrics.jsonl", StepMetrics)
     assert [m.step for m in metrics] == list(range(1, steps + 1))
@@ -76,15 +74,12 @@ def config(tmp_path_factory) -> Path:
     return smoke_config(tmp_path_factory.mktemp("smoke"))
 
 
-def test_a_smoke_run_on_vllm_engines_finishes_with_the_controller_equal_to_its_replay(config, tmp_path):
-    run_dir = tmp_path / "run"
-    result = train(config, run_dir, **VLLM_ENGINES)
-    assert_complete(result, config, run_dir)
-
-
-def test_a_vllm_run_trains_on_through_a_restart_of_the_rollout_pool_and_of_the_teacher(config, tmp_path):
-    """`turnopd restart rollout-pool`, then `turnopd restart teacher`, issued after step 1 as a user
-    does, from another process: each replaces a vLLM engine while the run goes on."""
+def test_a_smoke_run_on_vllm_engines_through_restarts_finishes_with_the_controller_equal_to_its_replay(
+    config, tmp_path
+):
+    """Rollouts and the teacher on vLLM, and after step 1 `turnopd restart rollout-pool`, then
+    `turnopd restart teacher`, issued as a user does, from another process: each replaces a vLLM
+    engine (the new worker is given the published weights) while the run goes on."""
     run_dir, steps = tmp_path / "run", 5
     env = {**os.environ, **VLLM_ENGINES, "TURNOPD_OPTIM__STEPS": str(steps)}
     env["TURNOPD_ROLLOUT_WORKER__READY_TIMEOUT_S"] = str(READY_TIMEOUT_S)
@@ -108,10 +103,7 @@ def test_a_vllm_run_trains_on_through_a_restart_of_the_rollout_pool_and_of_the_t
             run.kill()
     assert run.returncode == 0, out[-6000:]
     assert all("after step" in line for line in outcomes), outcomes
-    settings = load_settings(config, {"optim": {"steps": steps}})
-    metrics = read_jsonl(run_dir / "metrics.jsonl", StepMetrics)
-    assert [m.step for m in metrics] == list(range(1, steps + 1))  # every step once, none skipped
-    assert_decisions_equal_replay(run_dir, steps, settings.depth, lag=settings.pipeline.max_staleness)
+    assert_complete(run_dir, load_settings(config, {"optim": {"steps": steps}}))
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +154,7 @@ def test_the_endpoint_client_scores_against_vllm_serve_as_our_transformers_teach
             known = dict(zip(y.top_ids_P_K[p].tolist(), y.top_logprobs_P_K[p].tolist(), strict=True))
             for token, lp in zip(x.top_ids_P_K[p].tolist(), x.top_logprobs_P_K[p].tolist(), strict=True):
                 assert abs(known[token] - lp) < 1e-3, (p, token)
-    tokenizer = load_tokenizer("tokenizer", zoo_cache_dir())
+    tokenizer = load_tokenizer("student", zoo_cache_dir())
     asyncio.run(client.check_tokenizer(student_tokens(tokenizer, "the zoo tokenizer")))
     with pytest.raises(TopKAboveCapError, match=r"distill_topk = 65 .* at most 64"):
         asyncio.run(client.check_top_k(65))
@@ -173,4 +165,5 @@ def test_a_smoke_run_scored_by_vllm_serve_finishes_with_the_controller_equal_to_
 ):
     run_dir = tmp_path / "run"
     result = train(config, run_dir, TURNOPD_TEACHER__ENDPOINT_URL=vllm_serve)
-    assert_complete(result, config, run_dir)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    assert_complete(run_dir, load_settings(config))
