@@ -4,22 +4,7 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from services.durable_files import fsync_tree, replace_text
-
-
-@pytest.fixture
-def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    calls: list[str] = []
-    real = os.fsync
-
-    def record(fd: int) -> None:
-        calls.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", record)
-    return calls
 
 
 def test_fsync_tree_syncs_files_then_directories_deepest_first(tmp_path: Path, synced: list[str]):

@@ -21,20 +21,6 @@ def logged(run: RunDir, name: str, steps: range) -> str:
     return text
 
 
-@pytest.fixture
-def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths every os.fsync call synced, in order (then the real fsync)."""
-    calls: list[str] = []
-    real = os.fsync
-
-    def record(fd: int) -> None:
-        calls.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", record)
-    return calls
-
-
 def test_truncate_after_keeps_each_kept_line_as_it_was_written(tmp_path: Path):
     run = RunDir(tmp_path)
     text = logged(run, METRICS_FILE, range(1, 6))

@@ -2,7 +2,6 @@
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest
@@ -88,15 +87,7 @@ def test_a_saved_checkpoint_records_its_files_sizes_and_loads(tmp_path, model):
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000003"]  # no .tmp
 
 
-def test_save_syncs_every_file_the_temp_dir_and_the_parent_after_the_rename(tmp_path, model, monkeypatch):
-    synced: list[str] = []
-    real = os.fsync
-
-    def record(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", record)
+def test_save_syncs_every_file_the_temp_dir_and_the_parent_after_the_rename(tmp_path, model, synced):
     path = save(tmp_path, 2, model)
     tmp = f"{path}.tmp"
     files = sorted(p.name for p in path.iterdir())

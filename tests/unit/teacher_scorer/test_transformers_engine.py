@@ -36,11 +36,13 @@ def test_results_do_not_depend_on_batch_composition(engine, make_rows):
     together = engine.score(rows, 8)
     alone = [engine.score([r], 8)[0] for r in rows]
     reversed_ = engine.score(rows[::-1], 8)[::-1]
+    # float32 sums blocked differently by batch shape: up to 1.19e-5 seen at log-probs near -6 (25 ulps)
+    tolerance = 3e-5
     for a, b, c in zip(together, alone, reversed_, strict=True):
         for x in (b, c):
-            np.testing.assert_allclose(a.top_logprobs_P_K, x.top_logprobs_P_K, atol=1e-5, rtol=0)
-            np.testing.assert_allclose(a.token_logprob_P, x.token_logprob_P, atol=1e-5, rtol=0)
-            np.testing.assert_allclose(a.entropy_P, x.entropy_P, atol=1e-5, rtol=0)
+            np.testing.assert_allclose(a.top_logprobs_P_K, x.top_logprobs_P_K, atol=tolerance, rtol=0)
+            np.testing.assert_allclose(a.token_logprob_P, x.token_logprob_P, atol=tolerance, rtol=0)
+            np.testing.assert_allclose(a.entropy_P, x.entropy_P, atol=tolerance, rtol=0)
             assert (a.top_ids_P_K == x.top_ids_P_K).all()
 
 

@@ -146,18 +146,23 @@ def test_every_field_of_vllms_request_is_one_of_ours():
     assert sorted(set(CompletionRequest.model_fields) - set(protocol.CompletionRequest.model_fields)) == []
 
 
+def _post(app, request) -> httpx.Response:  # type: ignore[no-untyped-def]
+    """A vLLM protocol request, as vLLM's client would send it, to our app's /v1/completions."""
+    return httpx.post(
+        f"{app.url}/v1/completions",
+        content=request.model_dump_json(),
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+
+
 def test_vllms_request_with_every_default_validates_as_ours_and_is_answered(our_app):
     theirs = protocol.CompletionRequest(model="teacher", prompt=[PROMPT], prompt_logprobs=K, max_tokens=1)
     as_python = CompletionRequest.model_validate(theirs.model_dump(exclude_unset=False))
     as_json = CompletionRequest.model_validate_json(theirs.model_dump_json())
     assert as_python == as_json
     assert (as_json.prompts, as_json.prompt_logprobs, as_json.request_id) == ([PROMPT], K, theirs.request_id)
-    answer = httpx.post(
-        f"{our_app.url}/v1/completions",
-        content=theirs.model_dump_json(),
-        headers={"content-type": "application/json"},
-        timeout=60,
-    )
+    answer = _post(our_app, theirs)
     assert answer.status_code == 200, answer.text
     assert answer.json()["id"] == f"cmpl-{theirs.request_id}"  # vLLM's id for the request
     _assert_scores(answer.content, our_app, PROMPT)
@@ -177,12 +182,7 @@ def test_vllms_request_with_sampling_fields_set_is_answered_alike(our_app):
         repetition_penalty=1.3,
         truncate_prompt_tokens=5,
     )
-    answer = httpx.post(
-        f"{our_app.url}/v1/completions",
-        content=theirs.model_dump_json(),
-        headers={"content-type": "application/json"},
-        timeout=60,
-    )
+    answer = _post(our_app, theirs)
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["prompt_token_ids"] == PROMPT[-5:]  # vLLM's truncation side
     _assert_scores(answer.content, our_app, PROMPT[-5:])
