@@ -28,7 +28,9 @@ import ray
 
 from services.contracts.controller import ProbeStats
 from services.controller.replay import replay
-from services.operations.lifecycle import Change, ControllerOps, RedisOps, RunContext
+from services.operations.controller_ops import ControllerOps
+from services.operations.managed_service import Change, RunContext
+from services.operations.redis_ops import RedisOps
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 

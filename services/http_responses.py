@@ -4,9 +4,10 @@ OpenAPI document.
 Each app keeps one ``ErrorTable``: which error class answers which status, with which body (most
 specific class first). ``ErrorTable.install`` makes it the app's exception handler, so errors are
 translated once, at the boundary; ``ErrorTable.responses`` builds a route's ``responses=`` from the
-same rows: the errors the route names, plus what FastAPI and the bearer check answer on their own
-(400 for a JSON body that is not text, 422 ``InvalidRequest`` for input that does not parse, 401
-without the bearer). A status reached by several body shapes (the env gateway's 422) is documented
+same rows: the errors the route names, plus what FastAPI, the body limit and the bearer check
+answer on their own (400 for a JSON body that is not text, 413 for one above the app's limit
+(``services.http_limits``), 422 ``InvalidRequest`` for input that does not parse, 401 without the
+bearer). A status reached by several body shapes (the env gateway's 422) is documented
 as any of them. ``PROMETHEUS_TEXT`` documents a ``/metrics`` answer as the text it is.
 """
 
@@ -52,6 +53,10 @@ class _Answer:
 
 _BODY_NOT_TEXT = _Answer("The body is not JSON text (for instance, not UTF-8).", ErrorDetail)
 _INVALID = _Answer("The request does not parse into the route's models.", InvalidRequest)
+_BODY_TOO_LARGE = _Answer(
+    "The body is larger than the app's limit (refused unread; the API description lists the limits).",
+    ErrorDetail,
+)
 _NO_BEARER = _Answer(
     "The server has a service token and the request lacks `Authorization: Bearer <token>`.",
     ErrorDetail,
@@ -96,6 +101,7 @@ class ErrorTable:
         answers: dict[int, list[_Answer]] = {}
         if request == "json":
             answers.setdefault(400, []).append(_BODY_NOT_TEXT)
+            answers.setdefault(413, []).append(_BODY_TOO_LARGE)
         if bearer:
             answers.setdefault(401, []).append(_NO_BEARER)
         if request != "none":

@@ -51,6 +51,15 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+def token_refusal(service: str, url: str, sent: bool) -> str:
+    """What a client says when ``service`` at ``url`` answered 401 (``sent``: it had a token to send)."""
+    what = "refused the service token" if sent else "demands a service token that this run does not have"
+    return (
+        f"the {service} at {url} {what} (401): set the same [security] service_token / {TOKEN_ENV} "
+        "for the run and the server"
+    )
+
+
 def check_redis_url(url: str, allow_unauthenticated: bool) -> None:
     """Refuse a Redis URL that reaches beyond the loopback without a password."""
     parts = urlsplit(url)

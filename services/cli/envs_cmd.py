@@ -3,6 +3,7 @@
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
 
@@ -43,24 +44,35 @@ def _choices(values: list[str] | None, allowed: tuple[str, ...], what: str) -> l
     return chosen
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """The pools' settings, the run's service token (sent to remote servers) and the games."""
+
+    settings: EnvGatewaySettings
+    token: str | None
+    games: list["GameRef"]
+
+
 def _select(
     env: list[str] | None, split: list[str] | None, task_type: list[str] | None, config: Path | None
-) -> tuple[EnvGatewaySettings, list["GameRef"]]:
+) -> _Selection:
     from services.env_gateway.pool_builder import pool_games
 
-    settings = settings_with(config, ("env_gateway",)).env_gateway
+    loaded = settings_with(config, ("env_gateway", "security"))
+    settings, token = loaded.env_gateway, loaded.security.resolved_service_token()
     envs: list[EnvName] = _choices(env, get_args(EnvName), "env")  # type: ignore[assignment]
     splits: list[Split] = _choices(split, get_args(Split), "split")  # type: ignore[assignment]
-    return settings, pool_games(settings, envs, splits, task_type)
+    return _Selection(settings, token, pool_games(settings, envs, splits, task_type, token))
 
 
 def _run_all(
-    label: str, fn: Callable[[str, "GameRef"], R], settings_json: str, games: list["GameRef"], jobs: int
+    label: str, fn: Callable[[str, "GameRef", str | None], R], selection: _Selection, jobs: int
 ) -> Iterable[R]:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    settings_json, games = selection.settings.model_dump_json(), selection.games
     with Progress(*columns) as progress, ProcessPoolExecutor(max_workers=jobs) as pool:
         task = progress.add_task(label, total=len(games))
-        futures = [pool.submit(fn, settings_json, game) for game in games]
+        futures = [pool.submit(fn, settings_json, game, selection.token) for game in games]
         for future in as_completed(futures):
             yield future.result()
             progress.advance(task)
@@ -77,9 +89,9 @@ def build(
     """Generate every game of the selected pools into the cache; games already there are reused."""
     from services.env_gateway.pool_builder import build_game
 
-    settings, games = _select(env, split, task_type, config)
-    list(_run_all("generating games", build_game, settings.model_dump_json(), games, jobs))
-    typer.echo(f"{len(games)} games ready under {settings.resolved_cache_dir()}")
+    selection = _select(env, split, task_type, config)
+    list(_run_all("generating games", build_game, selection, jobs))
+    typer.echo(f"{len(selection.games)} games ready under {selection.settings.resolved_cache_dir()}")
 
 
 @app.command("check-expert")
@@ -93,9 +105,8 @@ def check_expert(
     """Play every selected game with the expert; print a JSON summary per task type, fail on a loss."""
     from services.env_gateway.pool_builder import run_expert
 
-    settings, games = _select(env, split, task_type, config)
     runs: list[ExpertRun] = list(
-        _run_all("expert playing", run_expert, settings.model_dump_json(), games, jobs)
+        _run_all("expert playing", run_expert, _select(env, split, task_type, config), jobs)
     )
     by_type: dict[str, list[ExpertRun]] = {}
     for run in runs:

@@ -117,7 +117,8 @@ def webshop(
     settings = settings_with(config, env_gateway={"webshop": overrides} if overrides else {})
     from services.envs.webshop.server import serve_webshop
 
-    serve_webshop(settings.env_gateway.webshop, settings.env_gateway.resolved_cache_dir())
+    token = settings.security.resolved_service_token()
+    serve_webshop(settings.env_gateway.webshop, settings.env_gateway.resolved_cache_dir(), token)
 
 
 @app.command("teacher")

@@ -62,7 +62,8 @@ class ScoreResponse(Contract):
 
 
 class TeacherHealth(Contract):
-    """Liveness of one teacher replica (a broken engine answers 503 instead)."""
+    """Liveness (``/healthz``) or readiness (``/readyz``: a broken engine answers 503 instead) of one
+    teacher replica."""
 
     # teacher_scorer -> operator / Serve health checks
     status: Literal["ok"]

@@ -1,1 +1,2 @@
-"""Controller service: the depth and blend controllers (pure modules) and their Ray actor."""
+"""Controller service: the depth and blend controllers (pure modules: the depth, alpha and the per-token
+loss weights it blends, ``turn_weights``) and their Ray actor."""

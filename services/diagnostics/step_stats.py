@@ -9,7 +9,7 @@ KL loss mass sum_i w_i l_i under trajectory-level weights and under the step's a
 from dataclasses import dataclass
 
 from services.contracts.records import TrajectoryTurnStats, TurnStatsRecord
-from services.learner.turn_weights import SegmentWeights, blended_weights, survivors, trajectory_weights
+from services.controller.turn_weights import SegmentWeights, blended_weights, survivors, trajectory_weights
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The env gateway's FastAPI app: one factory used by uvicorn and by the Ray Serve deployment.
 
 With a service token every route but ``/healthz`` answers 401 without ``Authorization: Bearer``.
+A body above ``[env_gateway] max_body_bytes`` is refused unread (413).
 """
 
 from collections.abc import AsyncIterator, Callable
@@ -13,6 +14,7 @@ from services.env_gateway.routes import envs, episodes, health
 from services.env_gateway.routes.errors import GATEWAY_ERRORS
 from services.env_gateway.runtime import local_runtime
 from services.http_auth import require_service_token, set_token_provider
+from services.http_limits import body_cap, install_limits
 from services.http_validation import install_validation_handler
 from services.settings.env_gateway import EnvGatewaySettings
 
@@ -26,8 +28,9 @@ def create_app(
 ) -> FastAPI:
     """A gateway app. By default its lifespan runs a local runtime (the env worker pool of this
     process); the Ray Serve ingress passes a factory of its shard router instead. ``token``: the
-    bearer every request but ``/healthz`` must carry (None: open, for loopback binds only)."""
-    factory = episode_api or (lambda: local_runtime(settings))
+    bearer every request but ``/healthz`` must carry (None: open, for loopback binds only), also
+    sent by the local runtime's env workers to the retrieval and webshop servers."""
+    factory = episode_api or (lambda: local_runtime(settings, token))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -49,4 +52,5 @@ def create_app(
     app.include_router(episodes.router, dependencies=auth)
     GATEWAY_ERRORS.install(app)
     install_validation_handler(app)
+    install_limits(app, body_cap(settings.max_body_bytes, "[env_gateway] max_body_bytes"))
     return app

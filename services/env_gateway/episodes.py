@@ -68,13 +68,17 @@ class EpisodeService:
         settings: EnvGatewaySettings,
         pool: WorkerPool,
         metrics: GatewayMetrics,
+        *,
+        service_token: str | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._pool = pool
         self._metrics = metrics
         self._clock = clock
-        self._backends: dict[EnvName, EnvBackend] = {name: make_backend(name, settings) for name in ENV_NAMES}
+        self._backends: dict[EnvName, EnvBackend] = {
+            name: make_backend(name, settings, service_token=service_token) for name in ENV_NAMES
+        }
         self._episodes: dict[str, EpisodeRecord] = {}
         self._seeds = random.SystemRandom()
 

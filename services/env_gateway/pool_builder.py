@@ -1,5 +1,6 @@
 """Pre-generating the game pools into the cache (`turnopd envs build`), and checking that the
-expert wins them. Functions here take settings as JSON so they can run in worker processes."""
+expert wins them. Functions here take settings as JSON so they can run in worker processes, and
+the run's service token, which backends send to their remote servers (retrieval, webshop)."""
 
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,12 +34,16 @@ class ExpertRun:
 
 
 def pool_games(
-    settings: EnvGatewaySettings, envs: list[EnvName], splits: list[Split], task_types: list[str] | None
+    settings: EnvGatewaySettings,
+    envs: list[EnvName],
+    splits: list[Split],
+    task_types: list[str] | None,
+    service_token: str | None,
 ) -> list[GameRef]:
     """Every game of the selected pools (all task types of each env unless ``task_types`` is given)."""
     games = []
     for env in envs:
-        backend = make_backend(env, settings)
+        backend = make_backend(env, settings, service_token=service_token)
         for split in splits:
             for task_type in backend.task_types():
                 if task_types is not None and task_type not in task_types:
@@ -49,20 +54,22 @@ def pool_games(
 
 
 @lru_cache(maxsize=4)
-def _backend(settings_json: str, env: EnvName) -> EnvBackend:
+def _backend(settings_json: str, env: EnvName, service_token: str | None) -> EnvBackend:
     # One backend per process and settings: engines are reused from game to game.
-    return make_backend(env, EnvGatewaySettings.model_validate_json(settings_json))
+    settings = EnvGatewaySettings.model_validate_json(settings_json)
+    return make_backend(env, settings, service_token=service_token)
 
 
-def build_game(settings_json: str, game: GameRef) -> GameRef:
+def build_game(settings_json: str, game: GameRef, service_token: str | None) -> GameRef:
     """Make sure ``game`` is in the cache (generating it if needed)."""
-    _backend(settings_json, game.env).game_path(game.split, GameChoice(game.task_type, game.index))
+    backend = _backend(settings_json, game.env, service_token)
+    backend.game_path(game.split, GameChoice(game.task_type, game.index))
     return game
 
 
-def run_expert(settings_json: str, game: GameRef) -> ExpertRun:
+def run_expert(settings_json: str, game: GameRef, service_token: str | None) -> ExpertRun:
     """Play ``game`` in-process with the expert's actions only; did it win, in how many turns?"""
-    session = _backend(settings_json, game.env).open(
+    session = _backend(settings_json, game.env, service_token).open(
         game.split, GameChoice(game.task_type, game.index), expert=True
     )
     try:

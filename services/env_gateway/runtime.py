@@ -16,11 +16,12 @@ log = logging.getLogger(__name__)
 
 
 class GatewayRuntime:
-    def __init__(self, settings: EnvGatewaySettings) -> None:
+    def __init__(self, settings: EnvGatewaySettings, service_token: str | None) -> None:
+        """``service_token``: the gateway's own, handed to its env workers for their remote servers."""
         self.settings = settings
         self.metrics = GatewayMetrics()
-        self.pool = WorkerPool(settings, on_restart=self.metrics.worker_restarts.inc)
-        self.episodes = EpisodeService(settings, self.pool, self.metrics)
+        self.pool = WorkerPool(settings, service_token, on_restart=self.metrics.worker_restarts.inc)
+        self.episodes = EpisodeService(settings, self.pool, self.metrics, service_token=service_token)
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -67,9 +68,11 @@ class GatewayRuntime:
 
 
 @contextlib.asynccontextmanager
-async def local_runtime(settings: EnvGatewaySettings) -> AsyncIterator[GatewayRuntime]:
+async def local_runtime(
+    settings: EnvGatewaySettings, service_token: str | None
+) -> AsyncIterator[GatewayRuntime]:
     """A started runtime for the duration of the block (the standalone server's lifespan)."""
-    runtime = GatewayRuntime(settings)
+    runtime = GatewayRuntime(settings, service_token)
     await runtime.start()
     try:
         yield runtime

@@ -31,8 +31,8 @@ class EnvShard:
     """One shard: a gateway runtime (env worker pool + episodes), called by the ingress."""
 
     # Serve awaits async constructors; mypy insists __init__ returns None.
-    async def __init__(self, settings_json: str) -> None:  # type: ignore[misc]
-        self._runtime = GatewayRuntime(EnvGatewaySettings.model_validate_json(settings_json))
+    async def __init__(self, settings_json: str, token: str | None) -> None:  # type: ignore[misc]
+        self._runtime = GatewayRuntime(EnvGatewaySettings.model_validate_json(settings_json), token)
         await self._runtime.start()
 
     async def create(self, request: EpisodeCreate) -> EpisodeStart:
@@ -116,7 +116,8 @@ class EnvGatewayIngress:
 
 def gateway_application(settings: EnvGatewaySettings, token: str | None = None) -> Application:
     """The bound Serve application (deploy with `serve.run(app, name=SERVE_APP_NAME, ...)`);
-    ``token``: the bearer its HTTP routes demand (None: open, for a loopback proxy only)."""
+    ``token``: the bearer its HTTP routes demand (None: open, for a loopback proxy only), which
+    its shards' env workers send to the retrieval and webshop servers."""
     settings_json = settings.model_dump_json()
     shards = [
         serve.deployment(
@@ -124,7 +125,7 @@ def gateway_application(settings: EnvGatewaySettings, token: str | None = None) 
             num_replicas=1,
             ray_actor_options={"num_cpus": settings.replica_num_cpus},
             health_check_period_s=5.0,
-        )(EnvShard).bind(settings_json)
+        )(EnvShard).bind(settings_json, token)
         for index in range(settings.replicas)
     ]
     ingress = serve.deployment(name="EnvGateway", ray_actor_options={"num_cpus": 0})(EnvGatewayIngress)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from services.contracts.env_worker import REPLY_ADAPTER, Ping, Pong, WorkerError
 from services.env_gateway.episode_errors import EpisodeLostError, GatewayBusyError
-from services.env_gateway.worker_process import Reply, Request
+from services.env_gateway.worker_process import Reply, Request, WorkerStart
 from services.settings.env_gateway import EnvGatewaySettings
 
 log = logging.getLogger(__name__)
@@ -53,11 +53,17 @@ class _Worker:
 
 
 class WorkerPool:
-    """``size`` worker processes; episodes are placed on the least-loaded one."""
+    """``size`` worker processes; episodes are placed on the least-loaded one. ``service_token``:
+    the gateway's, handed to every worker at its start (on stdin, never in argv)."""
 
-    def __init__(self, settings: EnvGatewaySettings, on_restart: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        settings: EnvGatewaySettings,
+        service_token: str | None,
+        on_restart: Callable[[], None] = lambda: None,
+    ) -> None:
         self._settings = settings
-        self._settings_json = settings.model_dump_json()
+        self._start_json = WorkerStart(settings=settings, service_token=service_token).model_dump_json()
         self._workers: list[_Worker] = []
         self._locks: list[asyncio.Lock] = []
         self._on_restart = on_restart
@@ -180,7 +186,7 @@ class WorkerPool:
         command = [sys.executable, "-m", "services.env_gateway.worker_process", str(child.fileno())]
         process = subprocess.Popen(command, pass_fds=(child.fileno(),), env=env, stdin=subprocess.PIPE)
         assert process.stdin is not None
-        process.stdin.write(self._settings_json.encode())
+        process.stdin.write(self._start_json.encode())
         process.stdin.close()
         child.close()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"env-worker-{slot}")

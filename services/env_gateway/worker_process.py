@@ -1,7 +1,9 @@
 """The env worker process: hosts game sessions and answers the gateway's requests over a pipe.
 
 `EpisodeHost` is the request handler (usable in-process in tests); `worker_main` is the process
-entry point. Requests are served one at a time: game engines are not thread-safe.
+entry point. A worker is started with a `WorkerStart` on its stdin: the gateway's settings and its
+service token, which the backends send to their remote servers (never read from the environment).
+Requests are served one at a time: game engines are not thread-safe.
 """
 
 import os
@@ -9,6 +11,9 @@ import signal
 import sys
 from multiprocessing.connection import Connection
 
+from pydantic import Field
+
+from services.contracts.base import Contract
 from services.contracts.env_gateway import EnvName
 from services.contracts.env_worker import (
     REPLY_ADAPTER,
@@ -32,17 +37,28 @@ Request = OpenEpisode | StepEpisode | CloseEpisode | Ping
 Reply = OpenDone | StepDone | CloseDone | Pong | WorkerError
 
 
-class EpisodeHost:
-    """The sessions of one worker, keyed by episode id."""
+class WorkerStart(Contract):
+    """What a worker process is started with (here, not in `services.contracts`: its settings field
+    would make the contracts import the settings tree, which imports the contracts)."""
 
-    def __init__(self, settings: EnvGatewaySettings) -> None:
+    # env_gateway -> env_worker (once, on the worker's stdin)
+    settings: EnvGatewaySettings
+    service_token: str | None = Field(None, repr=False, description="The gateway's service token.")
+
+
+class EpisodeHost:
+    """The sessions of one worker, keyed by episode id; ``service_token``: the gateway's, sent by
+    the backends to their remote servers (None: the run has none)."""
+
+    def __init__(self, settings: EnvGatewaySettings, *, service_token: str | None) -> None:
         self._settings = settings
+        self._service_token = service_token
         self._backends: dict[EnvName, EnvBackend] = {}
         self._sessions: dict[str, GameSession] = {}
 
     def backend(self, env: EnvName) -> EnvBackend:
         if env not in self._backends:
-            self._backends[env] = make_backend(env, self._settings)
+            self._backends[env] = make_backend(env, self._settings, service_token=self._service_token)
         return self._backends[env]
 
     def handle(self, request: Request) -> Reply:
@@ -120,11 +136,11 @@ class EpisodeHost:
             self._drop(episode_id)
 
 
-def worker_main(conn: Connection, settings: EnvGatewaySettings) -> None:
+def worker_main(conn: Connection, start: WorkerStart) -> None:
     """Serve requests until the gateway closes the pipe."""
     # Ctrl-C reaches the whole process group; the gateway decides when its workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    host = EpisodeHost(settings)
+    host = EpisodeHost(start.settings, service_token=start.service_token)
     try:
         while True:
             try:
@@ -138,5 +154,5 @@ def worker_main(conn: Connection, settings: EnvGatewaySettings) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m services.env_gateway.worker_process FD`: settings JSON on stdin, requests on socket FD.
-    worker_main(Connection(int(sys.argv[1])), EnvGatewaySettings.model_validate_json(sys.stdin.read()))
+    # `python -m services.env_gateway.worker_process FD`: a WorkerStart on stdin, requests on socket FD.
+    worker_main(Connection(int(sys.argv[1])), WorkerStart.model_validate_json(sys.stdin.read()))

@@ -1,1 +1,1 @@
-"""Learner: top-K reverse KL, per-token turn weights (pure modules) and the FSDP trainer."""
+"""Learner: top-K reverse KL (a pure module) and the FSDP trainer."""

@@ -14,7 +14,7 @@ from services.errors import InputError
 
 # A failed restart is reported to the operator, never allowed to stop the run: whatever starting
 # the new process raised (Ray, the OS, a bad config, a bug in the service) is caught. Only a
-# broken run (``lifecycle.RunBrokenError``: a learner that resumed elsewhere, or none at all) stops it.
+# broken run (``managed_service.RunBrokenError``: a learner that resumed elsewhere, or none at all) stops it.
 RESTART_ERRORS = (Exception,)
 
 _WORKER = re.compile(r"^rollout-worker-(0|[1-9][0-9]*)$")

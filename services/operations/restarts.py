@@ -38,17 +38,10 @@ from typing import Any
 
 from services.contracts.operations import RestartRequest, RestartResult, ServiceStatus
 from services.errors import InputError
-from services.operations.lifecycle import (
-    Change,
-    ManagedService,
-    ResumeMismatchError,
-    RunBrokenError,
-    Services,
-)
+from services.operations.managed_service import Change, ManagedService, RunBrokenError
 from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
+from services.operations.run_services import Services
 from services.settings import load_settings
-
-__all__ = ["ResumeMismatchError", "ServiceRestarts"]
 
 log = logging.getLogger(__name__)
 

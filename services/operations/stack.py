@@ -4,7 +4,7 @@ Order: Ray, Redis (``REDIS_URL`` / ``[controller] redis_url``, else an embedded 
 run directory; a non-loopback URL needs a password), the `controller` actor, the env gateway
 (``[env_gateway] url`` / ``TURNOPD_ENV_GATEWAY_URL``, else a local gateway process on
 ``[env_gateway] port``, 0: any free port), the `teacher` Serve app, the rollout pool, the learner.
-Each is a ``ManagedService`` (``services.operations.lifecycle``); they start together, each once
+Each is a ``ManagedService`` (``services.operations.managed_service``, one module per service); they start together, each once
 what it needs is up (the controller and the gateway after Redis, the pool after its gateway:
 ``Services.start_needs``), and stop together at the run's end, each once what needed it is down.
 
@@ -22,7 +22,8 @@ import ray
 
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
-from services.operations.lifecycle import ManagedService, RunContext, Services, started
+from services.operations.managed_service import ManagedService, RunContext, started
+from services.operations.run_services import Services
 from services.operations.start_together import start_together, stop_together
 from services.ray_names import teacher_app
 from services.ray_session import ensure_ray

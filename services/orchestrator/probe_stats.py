@@ -7,8 +7,8 @@ trajectories. A probe batch rolls out to H_max, so it is uncensored below that c
 
 from services.contracts.controller import ProbeStats
 from services.contracts.records import TurnStatsRecord
+from services.controller.turn_weights import survivors
 from services.diagnostics.step_stats import pooled_kl
-from services.learner.turn_weights import survivors
 
 
 def probe_stats(record: TurnStatsRecord) -> ProbeStats:

@@ -15,8 +15,8 @@ from services.contracts.learner import LearnerBatch
 from services.contracts.records import TurnStatsRecord
 from services.contracts.rollout import EpisodeTask
 from services.contracts.trajectory import Trajectory
+from services.controller.turn_weights import SourcePart, mixed_weights
 from services.errors import InputError
-from services.learner.turn_weights import SourcePart, mixed_weights
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step_data import TeacherScores, build_samples, check_supervised
 from services.settings.task_mix import TaskSource

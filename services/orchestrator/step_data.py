@@ -20,8 +20,8 @@ from services.contracts.arrays import PackedArray
 from services.contracts.controller import StepPlan
 from services.contracts.learner import LearnerBatch, LearnerSample
 from services.contracts.trajectory import Trajectory
+from services.controller.turn_weights import SegmentWeights, blended_weights
 from services.errors import InputError
-from services.learner.turn_weights import SegmentWeights, blended_weights
 
 
 @dataclass(frozen=True)

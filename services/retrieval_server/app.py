@@ -4,13 +4,18 @@ BM25 index (the search env's generated encyclopedia, or any Search-R1 corpus JSO
 ``delay_s`` and ``fail_every`` are failure drills: they make the server slow or make every N-th
 request fail with 503, so clients' timeout and error handling can be exercised against a real
 server process. Errors become statuses in ``RETRIEVAL_ERRORS``, which also documents them.
+
+What one request may ask is capped (``[retrieval_server] max_body_bytes``, ``max_queries``,
+``max_topk``: 413 beyond each, ``services.http_limits``). With a service token, ``/retrieve`` and
+the OpenAPI documents answer 401 without it; ``/healthz`` stays open. Bound beyond the loopback the
+server refuses to start without a token.
 """
 
 import itertools
 import time
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from services.envs.search.bm25_index import Bm25Retriever
 from services.envs.search.contract import (
@@ -23,15 +28,15 @@ from services.envs.search.contract import (
 )
 from services.envs.search.dataset import corpus_path, read_corpus
 from services.envs.search.retrieval import corpus_contents
-from services.errors import InputError, TurnOPDError
+from services.errors import TurnOPDError
+from services.http_auth import require_service_token, set_token_provider
+from services.http_limits import Cap, OverLimitError, body_cap, install_limits
 from services.http_responses import ErrorStatus, ErrorTable
+from services.http_server import run_http_server
 from services.http_validation import install_validation_handler
+from services.service_auth import check_bind
 from services.settings.retrieval_server import RetrievalServerSettings
 from services.settings.tree import TurnOPDSettings
-
-
-class TooManyQueriesError(InputError):
-    """A request with more queries than ``retrieval_server.max_queries`` (HTTP 413)."""
 
 
 class FailureDrillError(TurnOPDError):
@@ -39,7 +44,9 @@ class FailureDrillError(TurnOPDError):
 
 
 RETRIEVAL_ERRORS = ErrorTable(
-    ErrorStatus(TooManyQueriesError, 413, "More queries than the server's `max_queries` in one request."),
+    ErrorStatus(
+        OverLimitError, 413, "More queries, or passages per query, than the server's caps in one request."
+    ),
     ErrorStatus(FailureDrillError, 503, "The `fail_every` failure drill failed this request; retry."),
 )
 
@@ -52,9 +59,17 @@ def served_corpus(settings: TurnOPDSettings) -> Path:
     return corpus_path(gateway.search, gateway.resolved_cache_dir())
 
 
-def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corpus: str) -> FastAPI:
+def create_app(
+    retriever: Bm25Retriever, settings: RetrievalServerSettings, corpus: str, token: str | None = None
+) -> FastAPI:
+    """The server's app; ``token``: the bearer ``/retrieve`` demands (None: open, loopback only)."""
     app = FastAPI(title="TurnOPD retrieval server", description="Search-R1 /retrieve over a BM25 index.")
+    set_token_provider(app, lambda: token)
     requests = itertools.count(1)
+    queries_cap = Cap(
+        "queries in one /retrieve request", settings.max_queries, "[retrieval_server] max_queries"
+    )
+    topk_cap = Cap("passages per query (topk)", settings.max_topk, "[retrieval_server] max_topk")
 
     @app.get("/healthz", response_model=RetrievalHealth)
     def healthz() -> RetrievalHealth:
@@ -63,14 +78,13 @@ def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corp
     @app.post(
         "/retrieve",
         response_model=RetrieveResponse | RetrieveDocumentsResponse,
-        responses=RETRIEVAL_ERRORS.responses(TooManyQueriesError, FailureDrillError, request="json"),
+        dependencies=[Depends(require_service_token)],
+        responses=RETRIEVAL_ERRORS.responses(OverLimitError, FailureDrillError, request="json", bearer=True),
     )
     def retrieve(body: RetrieveRequest) -> RetrieveResponse | RetrieveDocumentsResponse:
         number = next(requests)
-        if len(body.queries) > settings.max_queries:
-            raise TooManyQueriesError(
-                f"{len(body.queries)} queries; at most {settings.max_queries} per request"
-            )
+        queries_cap.check(len(body.queries))
+        topk_cap.check(body.topk or settings.default_topk)
         if settings.delay_s > 0:
             time.sleep(settings.delay_s)
         if settings.fail_every and number % settings.fail_every == 0:
@@ -88,16 +102,18 @@ def create_app(retriever: Bm25Retriever, settings: RetrievalServerSettings, corp
 
     RETRIEVAL_ERRORS.install(app)
     install_validation_handler(app)
+    install_limits(
+        app, body_cap(settings.max_body_bytes, "[retrieval_server] max_body_bytes"), [queries_cap, topk_cap]
+    )
     return app
 
 
 def serve(settings: TurnOPDSettings) -> None:
-    """Load the corpus, index it, and serve until interrupted."""
-    import uvicorn
-
+    """Load the corpus, index it, and serve until interrupted (beyond the loopback only with a token)."""
+    server = settings.retrieval_server
+    token = settings.security.resolved_service_token()
+    check_bind(server.host, token, "retrieval server")  # before the corpus is read and indexed
     path = served_corpus(settings)
     retriever = Bm25Retriever(read_corpus(path))
-    server = settings.retrieval_server
-    uvicorn.run(
-        create_app(retriever, server, str(path)), host=server.host, port=server.port, log_level="info"
-    )
+    app = create_app(retriever, server, str(path), token)
+    run_http_server(app, server.host, server.port, token, "retrieval server")

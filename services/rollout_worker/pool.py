@@ -53,6 +53,7 @@ class PoolStats:
     replays: int = 0  # chunks played again after a death or a stale worker
     weight_reloads: int = 0  # restarted workers brought back to the published version
     failed_chunks: int = 0
+    overdue_kills: int = 0  # workers killed for playing one chunk past rollout_worker.chunk_timeout_s
     env_replays: int = 0  # chunks played again because the env gateway was replaced under them
     crashes_by_worker: Counter[int] = field(default_factory=Counter)  # deaths seen, or found restarted
     replacements_by_worker: Counter[int] = field(default_factory=Counter)
@@ -177,6 +178,8 @@ class RolloutPool:
             known = len(self._workers)
             idle = deque(i for i in range(known) if i not in self._lost and i not in self._retiring)
         inflight: dict[Any, tuple[int, int, int, Any]] = {}  # ref -> (worker, chunk, env generation, handle)
+        due: dict[Any, float] = {}  # ref -> when its chunk is overdue (rollout_worker.chunk_timeout_s)
+        chunk_timeout_s = self.settings.rollout_worker.chunk_timeout_s
         while pending or inflight:
             with self._changes:  # workers a resize added since: they play from now on
                 idle.extend(range(known, len(self._workers)))
@@ -191,12 +194,19 @@ class RolloutPool:
                 chunk = pending.popleft()
                 attempts[chunk] += 1
                 request = requests[chunk].model_copy(update={"env_gateway_url": url})
-                inflight[handle.play.remote(request)] = (worker, chunk, generation, handle)
+                ref = handle.play.remote(request)
+                inflight[ref] = (worker, chunk, generation, handle)
+                if chunk_timeout_s is not None:
+                    due[ref] = time.monotonic() + chunk_timeout_s
             if not inflight:  # every worker is gone
                 for chunk in pending:
                     failed[chunk] = self._fail(requests[chunk], POOL_NAME, "no rollout worker is left")
                 break
-            [ref], _ = ray.wait(list(inflight), num_returns=1)
+            ready = self._wait_one(inflight, due, chunk_timeout_s)
+            if ready is None:
+                continue  # an overdue worker was killed: its chunk comes back as a RayActorError
+            ref = ready
+            due.pop(ref, None)
             worker, chunk, generation, handle = inflight.pop(ref)
             try:
                 result: RolloutResult = ray.get(ref)
@@ -223,6 +233,31 @@ class RolloutPool:
             if on_result is not None:
                 on_result(result)
         return results, failed
+
+    def _wait_one(
+        self, inflight: dict[Any, tuple[int, int, int, Any]], due: dict[Any, float], timeout_s: float | None
+    ) -> Any:
+        """The next chunk to finish, or None once a chunk in flight passed its deadline: its worker,
+        alive but hung (an env call or the engine that never returns), is killed, so Ray restarts it
+        and the chunk comes back as a ``RayActorError``, played again like a death."""
+        wait_s = None if not due else max(0.0, min(due.values()) - time.monotonic())
+        done, _ = ray.wait(list(inflight), num_returns=1, timeout=wait_s)
+        if done:
+            return done[0]
+        now = time.monotonic()
+        for ref in [r for r, when in due.items() if when <= now]:
+            worker, chunk, _, handle = inflight[ref]
+            del due[ref]  # killed once; its error arrives through the ref
+            self.stats.overdue_kills += 1
+            log.warning(
+                "%s played chunk %d for more than %.0fs (rollout_worker.chunk_timeout_s): killed, "
+                "so Ray restarts it; the chunk is played again",
+                worker_name(worker),
+                chunk,
+                timeout_s,
+            )
+            ray.kill(handle, no_restart=False)
+        return None
 
     def _leaving(self, worker: int) -> bool:
         """A shrink is taking ``worker`` away (or has)."""
@@ -366,10 +401,10 @@ class RolloutPool:
                     self.stats.replacements_by_worker[index] += 1
                     return
 
-    def resize(self, size: int) -> int:
+    def resize(self, size: int, settings: RolloutWorkerServiceSettings) -> int:
         """Grow or shrink the pool to ``size`` workers while ``play`` may run; returns the size before.
 
-        Growing starts workers ``rollout-worker-{n}..`` (refused up front, naming what is missing,
+        Growing starts workers ``rollout-worker-{n}..`` with ``settings`` (refused up front, naming what is missing,
         when the cluster lacks the free resources), loads the published weights into them, and only
         then lets them play: a ``play`` in progress hands them its next chunks. Shrinking takes the
         highest-numbered workers out of dispatch, waits for the chunk each is playing, then kills them.
@@ -379,13 +414,12 @@ class RolloutPool:
         with self._membership:
             before = len(self._workers)
             if size > before:
-                self._grow(before, size)
+                self._grow(before, size, settings)
             elif size < before:
                 self._shrink(before, size)
             return before
 
-    def _grow(self, before: int, size: int) -> None:
-        settings = self.settings.for_rollout_worker()
+    def _grow(self, before: int, size: int, settings: RolloutWorkerServiceSettings) -> None:
         check_free_resources(
             ray.available_resources(), worker_resources(settings), size - before, "rollout worker"
         )

@@ -29,6 +29,12 @@ class EnvGatewaySettings(Section):
         le=65535,
         description="Port of the standalone server and of `turnopd train`'s (0: any free).",
     )
+    max_body_bytes: int = Field(
+        1_048_576,
+        ge=1024,
+        le=1 << 31,
+        description="Largest request body in bytes, refused unread beyond (413).",
+    )
     replicas: int = Field(1, ge=1, le=256, description="Ray Serve replicas of the `env-gateway` app.")
     replica_num_cpus: float = Field(1.0, ge=0.0, description="CPUs Ray reserves per Serve replica.")
     workers: int = Field(2, ge=1, le=256, description="Env worker processes per replica.")

@@ -26,6 +26,13 @@ class RolloutWorkerSettings(Section):
         "engine-core process, compile warm-up) with Ray and the teacher starting beside it on 2 cores.",
     )
     env_timeout_s: float = Field(300.0, gt=0.0, description="Timeout of one env gateway HTTP call.")
+    chunk_timeout_s: float | None = Field(
+        3600.0,
+        gt=0.0,
+        description="The longest one worker call (a chunk of episodes) may play. A worker past it is "
+        "alive but hung (an env call or its engine never returning): it is killed, Ray restarts it, "
+        "and the chunk is played again (max_attempts plays in all). Unset: no deadline.",
+    )
     eval_chunk_episodes: int = Field(
         8,
         ge=1,

@@ -110,6 +110,29 @@ class TeacherSettings(Section):
     route_prefix: str = Field(
         "/", pattern=r"^/", description="Route prefix of the app: POST {prefix}/v1/score."
     )
+    # What one HTTP request may ask (the Serve handle path is in-cluster and not capped).
+    http_max_body_bytes: int = Field(
+        33_554_432,
+        ge=1024,
+        le=1 << 31,
+        description="Largest HTTP request body in bytes, refused unread (413).",
+    )
+    http_max_sequences: int = Field(
+        4096, ge=1, le=1_000_000, description="Sequences (or prompts) in one HTTP request (413 beyond)."
+    )
+    http_max_entries: int = Field(
+        16_777_216,
+        ge=1,
+        le=1 << 34,
+        description="Scored positions x top_k of one HTTP request, the size of its answer (413 beyond).",
+    )
+    http_max_top_k: int = Field(
+        512,
+        ge=1,
+        le=1_000_000,
+        description="Largest top_k (prompt_logprobs) of one HTTP request (422 beyond); the engine may cap "
+        "it lower (its vocabulary, vllm_max_logprobs).",
+    )
     # vLLM engine only.
     vllm_gpu_memory_utilization: float = Field(
         0.85, gt=0.0, le=1.0, description="Share of GPU memory the vLLM engine may take."
@@ -134,7 +157,18 @@ class TeacherSettings(Section):
     )
     endpoint_model: EndpointModel = ""
     endpoint_api_key_env: ApiKeyEnv = ""
-    endpoint_timeout_s: float = Field(300.0, gt=0.0, description="Longest wait for one endpoint answer.")
+    endpoint_timeout_s: float = Field(
+        300.0,
+        gt=0.0,
+        description="Deadline of one endpoint request, from the connect to the answer's last byte (not per "
+        "read: a server that drips its answer cannot hold the run); past it the run stops, to be resumed.",
+    )
+    endpoint_max_answer_mb: int = Field(
+        1024,
+        ge=1,
+        description="Cap on one endpoint answer (MiB), counted as it streams in; past it the run stops, to be "
+        "resumed. An answer is ~2.4 KB per position at K = 50 (it answers every position of every row sent).",
+    )
     native_codec: bool = Field(
         True,
         description="Write and read /v1/completions answers (our app's, and an endpoint's in the run) with "

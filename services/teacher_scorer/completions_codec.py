@@ -110,8 +110,11 @@ def _row_scores(choice: dict[str, Any], row: ScoreRow, top_k: int) -> RowScores:
                 f"{where}: the log-prob of the token there ({token_ids[p]}) is missing from the answer"
             )
         top_ids[i] = [token for token, _ in ranked]
-        top_lps[i] = [lp for _, lp in ranked]
-        token_lp[i] = actual
+        try:
+            top_lps[i] = [lp for _, lp in ranked]
+            token_lp[i] = actual
+        except OverflowError:  # an integer past any float's range
+            raise EndpointAnswerError(f"prompt {index}: a log-prob that is not finite") from None
     if not (np.isfinite(top_lps).all() and np.isfinite(token_lp).all()):
         raise EndpointAnswerError(f"prompt {index}: a log-prob that is not finite")
     return RowScores(top_ids, top_lps, token_lp, topk_tail_entropies(top_lps).astype(np.float32))
@@ -238,7 +241,11 @@ def completion_json(
     choices = []
     for index, (prompt, row_scores) in enumerate(zip(prompts, scores, strict=True)):
         head = f'{{"index":{index},"text":"","finish_reason":"length","prompt_logprobs":'.encode()
-        positions = None if kernels is None else kernels.positions_json(np.asarray(prompt), row_scores)
+        positions = (
+            None
+            if kernels is None
+            else kernels.positions_json(np.asarray(prompt, dtype=np.int64), row_scores)
+        )
         if positions is None:
             positions = _positions_json(prompt, row_scores).encode()
         ids = pydantic_core.to_json(prompt)

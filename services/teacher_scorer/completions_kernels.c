@@ -226,7 +226,7 @@ static int hex4(const char *at, unsigned *value) {
 }
 
 /* A string at r->at (after whitespace): its raw content in [*start, *stop), whether it holds an
- * escape in *escaped. Refuses control characters, bad escapes, surrogate escapes and invalid UTF-8. */
+ * escape in *escaped. Refuses control characters, bad escapes, lone surrogate escapes and invalid UTF-8. */
 static int read_string(Reader *r, const char **start, const char **stop, int *escaped) {
     if (!take(r, '"')) return REFUSED;
     *start = r->at;
@@ -243,9 +243,15 @@ static int read_string(Reader *r, const char **start, const char **stop, int *es
             if (r->end - r->at < 2) return REFUSED;
             char e = r->at[1];
             if (e == 'u') {
-                unsigned v;
-                if (r->end - r->at < 6 || !hex4(r->at + 2, &v) || (v >= 0xD800 && v <= 0xDFFF)) return REFUSED;
+                unsigned v, low;
+                if (r->end - r->at < 6 || !hex4(r->at + 2, &v) || (v >= 0xDC00 && v <= 0xDFFF)) return REFUSED;
                 r->at += 6;
+                if (v >= 0xD800 && v <= 0xDBFF) { /* a pair (json.dumps writes one past U+FFFF) */
+                    if (r->end - r->at < 6 || r->at[0] != '\\' || r->at[1] != 'u' || !hex4(r->at + 2, &low) ||
+                        low < 0xDC00 || low > 0xDFFF)
+                        return REFUSED;
+                    r->at += 6;
+                }
             } else if (strchr("\"\\/bfnrt", e) && e) {
                 r->at += 2;
             } else {
@@ -443,6 +449,10 @@ static int read_position(Reader *r) {
                     int integer;
                     int64_t as_int;
                     if (seen_lp++ || read_number(r, &r->entry_lp[e], &integer, &as_int)) return REFUSED;
+                    /* Python keeps an integer exact: past 2^53 it compares and rounds otherwise than
+                     * a double; within, it is the double of its value (-0 is 0) */
+                    if (integer && (as_int > (1LL << 53) || as_int < -(1LL << 53))) return REFUSED;
+                    if (integer) r->entry_lp[e] = (double)as_int;
                 } else if (key_is(name, n, "rank")) {
                     if (seen_rank++) return REFUSED;
                     skip_ws(r);
@@ -565,44 +575,124 @@ done:
  * Selecting
  * ------------------------------------------------------------------------------------------- */
 
+/* Merge sorts, O(n log n) for any input and O(n) for input already in order (answers come in rank
+ * order): runs of up to 16 by insertion, and two halves already in order are not merged. tmp holds
+ * n / 2 + 1 elements. */
+#define SORT_RUN 16
+
+/* Token ids, ascending. */
+static void sort_ids(int64_t *v, int64_t *tmp, int64_t n) {
+    if (n <= SORT_RUN) {
+        for (int64_t i = 1; i < n; i++) {
+            int64_t x = v[i], j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    int64_t h = n / 2;
+    sort_ids(v, tmp, h);
+    sort_ids(v + h, tmp, n - h);
+    if (v[h - 1] <= v[h]) return;
+    memcpy(tmp, v, (size_t)h * sizeof *v);
+    int64_t i = 0, j = h, o = 0;
+    while (i < h && j < n) v[o++] = v[j] < tmp[i] ? v[j++] : tmp[i++];
+    while (i < h) v[o++] = tmp[i++];
+}
+
+/* Whether ids [n] holds one twice, by a hash set in table (at least 4 n + 16 int64): linear for
+ * any ids but those chosen to collide, which exceed the probe budget and are sorted instead (tmp:
+ * n / 2 + 1 more), so O(n log n) for every input. Ids are >= 0 (digits in the answer's keys). */
+static int has_duplicate(const int64_t *ids, int64_t n, int64_t *table) {
+    if (n <= SORT_RUN) { /* a few compares beat a table */
+        for (int64_t e = 1; e < n; e++)
+            for (int64_t d = 0; d < e; d++)
+                if (ids[d] == ids[e]) return 1;
+        return 0;
+    }
+    int bits = 4;
+    while (((int64_t)1 << bits) < 2 * n) bits++;
+    int64_t size = (int64_t)1 << bits, mask = size - 1, budget = 4 * n + 16;
+    for (int64_t s = 0; s < size; s++) table[s] = -1;
+    for (int64_t e = 0; e < n; e++) {
+        int64_t slot = (int64_t)(((uint64_t)ids[e] * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+        while (table[slot] >= 0) {
+            if (table[slot] == ids[e]) return 1;
+            if (--budget < 0) goto sort;
+            slot = (slot + 1) & mask;
+        }
+        table[slot] = ids[e];
+    }
+    return 0;
+sort:
+    memcpy(table, ids, (size_t)n * sizeof *ids);
+    sort_ids(table, table + n, n);
+    for (int64_t e = 1; e < n; e++)
+        if (table[e - 1] == table[e]) return 1;
+    return 0;
+}
+
+/* Entry a ranks before entry b: the higher log-prob, ties the lower id (the Python reader's order). */
+static inline int ranks_before(const double *lp, const int64_t *id, int64_t a, int64_t b) {
+    return lp[a] > lp[b] || (lp[a] == lp[b] && id[a] < id[b]);
+}
+
+/* Entry indices in rank order. */
+static void sort_ranked(int64_t *v, int64_t *tmp, int64_t n, const double *lp, const int64_t *id) {
+    if (n <= SORT_RUN) {
+        for (int64_t i = 1; i < n; i++) {
+            int64_t x = v[i], j = i;
+            for (; j > 0 && ranks_before(lp, id, x, v[j - 1]); j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    int64_t h = n / 2;
+    sort_ranked(v, tmp, h, lp, id);
+    sort_ranked(v + h, tmp, n - h, lp, id);
+    if (!ranks_before(lp, id, v[h], v[h - 1])) return;
+    memcpy(tmp, v, (size_t)h * sizeof *v);
+    int64_t i = 0, j = h, o = 0;
+    while (i < h && j < n) v[o++] = ranks_before(lp, id, v[j], tmp[i]) ? v[j++] : tmp[i++];
+    while (i < h) v[o++] = tmp[i++];
+}
+
 /* For n scored positions (at[i]: the position's row in parse_answer's `position`, token[i]: the
  * token there), the top k entries by log-prob (high first, ties: the lower id first), leaving out
  * entries ranked below k (rank > k), into top_ids / top_lps [n, k], and the log-prob of the token
- * there into token_lp [n]. scratch holds at least as many int64 as the most entries a position
- * has. Returns 0, or 1 where a position is null or has too few entries left, holds a token id
- * twice or a log-prob that is not finite, or not exactly one entry for its token: the caller then
- * reads the answer in Python, which words the error. */
+ * there into token_lp [n]. scratch holds at least 4 e + 16 int64 for the most entries e one of
+ * these positions has (the caller checks every size). O(e log e) for a position of e entries.
+ * Returns 0, or 1 where a position is null or has too few entries left, holds a token id twice, a
+ * log-prob that is not finite (as a double, or as the float32 it is returned as), or no entry for
+ * its token: the caller then reads the answer in Python, which words the error. */
 int select_top_k(const int64_t *position, const int64_t *entry_id, const double *entry_lp,
                  const int64_t *entry_rank, const int64_t *at, const int64_t *token, int64_t n, int64_t k,
                  int64_t *top_ids, float *top_lps, float *token_lp, int64_t *scratch) {
     for (int64_t i = 0; i < n; i++) {
         int64_t first = position[2 * at[i]], count = position[2 * at[i] + 1];
         if (count < k) return 1; /* null (-1) or too few */
-        int64_t eligible = 0, found = 0;
-        for (int64_t e = first; e < first + count; e++) {
-            if (!isfinite(entry_lp[e])) return 1;
-            for (int64_t d = first; d < e; d++)
-                if (entry_id[d] == entry_id[e]) return 1;
-            if (entry_id[e] == token[i]) {
+        const int64_t *ids = entry_id + first;
+        const double *lps = entry_lp + first;
+        int64_t found = 0;
+        for (int64_t e = 0; e < count; e++) {
+            if (!isfinite(lps[e])) return 1;
+            if (ids[e] == token[i]) {
                 found++;
-                token_lp[i] = (float)entry_lp[e];
+                token_lp[i] = (float)lps[e];
             }
-            if (entry_rank[e] > k) continue;
-            /* insertion by (-lp, id): answers come in rank order, so this rarely moves anything */
-            int64_t j = eligible++;
-            while (j > 0) {
-                int64_t before = scratch[j - 1];
-                if (entry_lp[before] > entry_lp[e] || (entry_lp[before] == entry_lp[e] && entry_id[before] < entry_id[e]))
-                    break;
-                scratch[j] = before;
-                j--;
-            }
-            scratch[j] = e;
         }
-        if (eligible < k || found != 1) return 1;
+        if (found != 1 || !isfinite(token_lp[i])) return 1;
+        if (has_duplicate(ids, count, scratch)) return 1; /* Python keeps the last: read it there */
+        int64_t eligible = 0;
+        for (int64_t e = 0; e < count; e++)
+            if (entry_rank[first + e] <= k) scratch[eligible++] = e;
+        if (eligible < k) return 1;
+        sort_ranked(scratch, scratch + eligible, eligible, lps, ids);
         for (int64_t j = 0; j < k; j++) {
-            top_ids[i * k + j] = entry_id[scratch[j]];
-            top_lps[i * k + j] = (float)entry_lp[scratch[j]];
+            float lp = (float)lps[scratch[j]];
+            if (!isfinite(lp)) return 1;
+            top_ids[i * k + j] = ids[scratch[j]];
+            top_lps[i * k + j] = lp;
         }
     }
     return 0;

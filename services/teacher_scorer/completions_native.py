@@ -7,6 +7,11 @@
 In Python the two cost ~30 and ~60 µs per scored token at K = 50, in C ~6 and ~6
 (``bench/teacher_throughput.py``).
 
+Each entry's wrapper checks the types, shapes and sizes the C relies on before it calls it, and
+raises ValueError or TypeError naming the argument; the reader's buffers are sized so that no
+answer can fill them, and its selection takes O(e log e) for a position of e entries, so a hostile
+answer costs time and memory linear in its bytes.
+
 Built by ``native_build.py`` into ``<cache root>/kernels/completions-<key>.so``. Before it is used,
 a library must write and read a small answer exactly as the Python codec does. Where there is no
 compiler, or the build or that check fails, ``available_codec_kernels`` says why once and the codec
@@ -17,9 +22,11 @@ import ctypes
 import functools
 import itertools
 import logging
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -43,9 +50,11 @@ CODEC_SOURCE = NativeSource(
 )
 # The longest one position's entry can be in the writer (completions_kernels.c: ENTRY_BYTES).
 _ENTRY_BYTES = 96
-# The fewest bytes of JSON each parsed item takes ('{"index":0,"prompt_logprobs":[]}', 'null,',
-# '"1":{"logprob":0}', '1,'): capacities from the answer's length that no answer can fill.
-_MIN_CHOICE_BYTES, _MIN_POSITION_BYTES, _MIN_ENTRY_BYTES, _MIN_TOKEN_BYTES = 30, 4, 17, 1
+# The fewest bytes of JSON each parsed item takes with the comma after it
+# ('{"index":0,"prompt_logprobs":[]}', '{},', '"1":{"logprob":0},', '1,'), less one: capacities from
+# the answer's length that no answer can fill (the last item of a list has no comma, but its list
+# has brackets; tests/unit/teacher_scorer/test_completions_native.py fills each).
+_MIN_CHOICE_BYTES, _MIN_POSITION_BYTES, _MIN_ENTRY_BYTES, _MIN_TOKEN_BYTES = 30, 3, 17, 2
 _FULL = -2  # parse_answer: an output buffer is full (REFUSED, -1: the answer is read in Python)
 
 
@@ -74,15 +83,25 @@ class CodecKernels:
     def positions_json(self, prompt_T: np.ndarray, scores: RowScores) -> bytes | None:
         """``prompt_logprobs`` of one prompt, as the Python writer writes it (None: a log-prob is not
         finite, which JSON cannot carry; the Python writer then writes what it writes)."""
-        prompt_T = np.ascontiguousarray(prompt_T, dtype=np.int64)
-        top_ids = np.ascontiguousarray(scores.top_ids_P_K, dtype=np.int64)
-        top_lps = np.ascontiguousarray(scores.top_logprobs_P_K, dtype=np.float32)
-        token_lp = np.ascontiguousarray(scores.token_logprob_P, dtype=np.float32)
+        prompt_T = _checked("prompt_T", prompt_T, "int", 1)
+        top_ids = _checked("scores.top_ids_P_K", scores.top_ids_P_K, "int", 2)
+        # float32 only: the Python writer writes the value it is given, the C its float32
+        top_lps = _checked("scores.top_logprobs_P_K", scores.top_logprobs_P_K, np.float32, 2)
+        token_lp = _checked("scores.token_logprob_P", scores.token_logprob_P, np.float32, 1)
         positions, k = top_ids.shape
-        if positions != max(len(prompt_T) - 1, 0) or token_lp.shape != (positions,):
+        if positions != max(len(prompt_T) - 1, 0):
             raise ValueError(
-                f"positions_json: {len(prompt_T)} tokens, top-K {top_ids.shape}, token log-probs {token_lp.shape}"
+                f"positions_json: scores.top_ids_P_K has {positions} positions, prompt_T {len(prompt_T)} "
+                "tokens (one position per token after the first)"
             )
+        for name, array, shape in (
+            ("scores.top_logprobs_P_K", top_lps, top_ids.shape),
+            ("scores.token_logprob_P", token_lp, (positions,)),
+        ):
+            if array.shape != shape:
+                raise ValueError(
+                    f"positions_json: {name} has shape {array.shape}, scores.top_ids_P_K {top_ids.shape}"
+                )
         out = np.empty(positions * ((k + 1) * _ENTRY_BYTES + 8) + 16, dtype=np.uint8)
         written = self._lib.write_positions(
             prompt_T.ctypes.data,
@@ -112,20 +131,40 @@ class CodecKernels:
         """Top-K ids and log-probs ``[P, top_k]`` and the token's log-prob ``[P]`` at the parsed
         positions ``at_P`` where the tokens ``token_P`` are (``scores_from_parsed``); None where a
         position does not hold what the Python reader would read alike."""
-        at_P = np.ascontiguousarray(at_P, dtype=np.int64)
-        token_P = np.ascontiguousarray(token_P, dtype=np.int64)
+        position = _checked("parsed.position_Q_2", parsed.position_Q_2, np.int64, 2)
+        entry_id = _checked("parsed.entry_id_E", parsed.entry_id_E, np.int64, 1)
+        entry_lp = _checked("parsed.entry_lp_E", parsed.entry_lp_E, np.float64, 1)
+        entry_rank = _checked("parsed.entry_rank_E", parsed.entry_rank_E, np.int64, 1)
+        at_P = _checked("at_P", at_P, "int", 1)
+        token_P = _checked("token_P", token_P, "int", 1)
+        entries = len(entry_id)
+        if position.shape[1:] != (2,) or entry_lp.shape != (entries,) or entry_rank.shape != (entries,):
+            raise ValueError(
+                f"select_top_k: parsed.position_Q_2 {position.shape} (want [Q, 2]), entry_id_E {entry_id.shape}, "
+                f"entry_lp_E {entry_lp.shape}, entry_rank_E {entry_rank.shape} (want one length)"
+            )
+        if token_P.shape != at_P.shape:
+            raise ValueError(f"select_top_k: token_P has shape {token_P.shape}, at_P {at_P.shape}")
+        top_k = operator.index(top_k)
+        if top_k < 0:
+            raise ValueError(f"select_top_k: top_k = {top_k}, not >= 0")
+        if len(at_P) and (at_P.min() < 0 or at_P.max() >= len(position)):
+            raise ValueError(
+                f"select_top_k: at_P holds positions in [{at_P.min()}, {at_P.max()}], parsed.position_Q_2 {len(position)}"
+            )
+        first, count = position[at_P, 0], position[at_P, 1]
+        if ((count >= 0) & ((first < 0) | (first + count > entries))).any() or (count < -1).any():
+            raise ValueError(f"select_top_k: parsed.position_Q_2 names entries outside the {entries} parsed")
         n = len(at_P)
         top_ids = np.empty((n, top_k), dtype=np.int64)
         top_lps = np.empty((n, top_k), dtype=np.float32)
         token_lp = np.empty(n, dtype=np.float32)
-        widest = int(parsed.position_Q_2[:, 1].max(initial=0))
-        scratch = np.empty(max(widest, 1), dtype=np.int64)
-        position = np.ascontiguousarray(parsed.position_Q_2)
+        scratch = np.empty(4 * int(count.max(initial=0)) + 16, dtype=np.int64)  # select_top_k's
         failed = self._lib.select_top_k(
             position.ctypes.data,
-            parsed.entry_id_E.ctypes.data,
-            parsed.entry_lp_E.ctypes.data,
-            parsed.entry_rank_E.ctypes.data,
+            entry_id.ctypes.data,
+            entry_lp.ctypes.data,
+            entry_rank.ctypes.data,
             at_P.ctypes.data,
             token_P.ctypes.data,
             n,
@@ -142,6 +181,8 @@ class CodecKernels:
         or JSON it does not read as Python would: the codec then reads it in Python)."""
         if isinstance(body, str):
             body = body.encode()
+        if not isinstance(body, bytes):
+            raise TypeError(f"parse: body is {type(body).__name__}, not bytes or str")
         size = len(body)
         counts = np.zeros(4, dtype=np.int64)
         choice = np.empty((size // _MIN_CHOICE_BYTES + 1, 5), dtype=np.int64)
@@ -166,12 +207,27 @@ class CodecKernels:
             token.ctypes.data,
             len(token),
         )
-        if status == _FULL:
-            raise AssertionError(f"parse_answer filled a buffer sized from the answer's {size} bytes")
+        if status == _FULL:  # the capacities above are wrong: a bug here, not in the answer
+            log.warning("parse_answer filled a buffer sized from the answer's %d bytes; read in Python", size)
         if status != 0:
             return None
         c, q, e, t = counts.tolist()
         return ParsedAnswer(choice[:c], position[:q], entry_id[:e], entry_lp[:e], entry_rank[:e], token[:t])
+
+
+def _checked(name: str, array: np.ndarray, dtype: type | Literal["int"], ndim: int) -> np.ndarray:
+    """``array`` as the C reads it (C-contiguous; ``dtype`` one type, or "int": any integer type an
+    int64 holds, cast to it), or ValueError / TypeError naming the argument."""
+    array = np.asarray(array)
+    if array.ndim != ndim:
+        raise ValueError(f"{name} has {array.ndim} dimension(s) {array.shape}, the codec's C reads {ndim}")
+    if dtype == "int":
+        if not (array.dtype.kind == "i" or (array.dtype.kind == "u" and array.dtype.itemsize < 8)):
+            raise TypeError(f"{name} has dtype {array.dtype}, the codec's C reads integers (as int64)")
+        return np.ascontiguousarray(array, dtype=np.int64)
+    if array.dtype != dtype:
+        raise TypeError(f"{name} has dtype {array.dtype}, the codec's C reads {np.dtype(dtype)}")
+    return np.ascontiguousarray(array)
 
 
 def scores_from_parsed(

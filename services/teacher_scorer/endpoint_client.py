@@ -6,9 +6,17 @@ know which kind of teacher it talks to. Every call opens its own connection pool
 scores from more than one event loop (``asyncio.run`` per step, the stream's own loop), and an
 ``httpx.AsyncClient`` must not outlive the loop it was used in.
 
-A down, overloaded or rate-limited server (connection refused, 5xx, 429) is retried with bounded
-back-off, a 429's ``Retry-After`` honoured; scoring is a pure function of its input, so a resend is
-safe. When the attempts are spent the run stops with an error saying how to resume it.
+A down, overloaded or rate-limited server (connection refused or dropped, 5xx, 429) is retried with
+bounded back-off, a 429's ``Retry-After`` honoured; scoring is a pure function of its input, so a
+resend is safe. When the attempts are spent the run stops with an error saying how to resume it.
+
+The server is not trusted: each request has a deadline for the whole exchange (connect to the
+answer's last byte, ``[teacher] endpoint_timeout_s``) and a cap on the answer's bytes
+(``endpoint_max_answer_mb``), both ``bounded_answer``'s; either stops the run with the resume hint
+(a resend would wait as long, or read as much, again). An answer that is not what was asked for
+(not JSON, positions missing, a log-prob that is not finite) is an ``EndpointAnswerError`` saying
+what is wrong, with the same hint; its readers, compiled or Python, take linear time in its bytes
+(the compiled one O(e log e) for a position of e entries).
 """
 
 import asyncio
@@ -18,6 +26,8 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 import numpy as np
+import pydantic
+import pydantic_core
 
 from services.contracts.completions import CompletionRequest, CompletionResponse
 from services.contracts.teacher import TeacherContext
@@ -25,6 +35,7 @@ from services.errors import ConfigError, InputError
 from services.http_client import tls_context
 from services.service_auth import auth_headers
 from services.settings.teacher import TeacherSettings
+from services.teacher_scorer.bounded_answer import BoundedAnswer, bounded_request
 from services.teacher_scorer.completions_codec import (
     EndpointAnswerError,
     completion_request,
@@ -40,6 +51,11 @@ log = logging.getLogger(__name__)
 
 # The longest Retry-After honoured: a server asking for more is asked again sooner.
 MAX_RETRY_AFTER_S = 60.0
+# [teacher] endpoint_max_answer_mb's default: at K = 50 an answer is ~2.4 KB per position.
+DEFAULT_MAX_ANSWER_BYTES = 1024 * 2**20
+RESUME_HINT = (
+    "the run stops here: once the endpoint answers again, continue it with `turnopd train --resume <run_dir>`"
+)
 # How servers name their cap on K: vLLM ("... greater than max allowed: 20") and our app
 # ("top_k must be in [1, 512]").
 _CAP_PATTERNS = (
@@ -58,7 +74,9 @@ class TokenizerMismatchError(ConfigError):
 
 class EndpointTeacherClient:
     """Scores rows through an OpenAI-compatible ``/v1/completions`` (``model``: its served model name;
-    ``api_key``: sent as a bearer token; ``codec``: the compiled reader of its answers, None: Python's)."""
+    ``api_key``: sent as a bearer token; ``timeout_s``: the deadline of one request, connect to the
+    answer's last byte; ``max_answer_bytes``: the cap on one answer; ``codec``: the compiled reader of
+    its answers, None: Python's)."""
 
     def __init__(
         self,
@@ -69,6 +87,7 @@ class EndpointTeacherClient:
         default_top_k: int = 50,
         policy: RetryPolicy | None = None,
         timeout_s: float = 300.0,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         transport: httpx.AsyncBaseTransport | None = None,
         max_context: int | None = None,
         codec: CodecKernels | None = None,
@@ -81,6 +100,7 @@ class EndpointTeacherClient:
         self._default_top_k = default_top_k
         self._policy = policy or RetryPolicy()
         self._timeout_s = timeout_s
+        self._max_answer_bytes = max_answer_bytes
         self._transport = transport
         self.retries = 0  # attempts that failed and were sent again, over this client's life
         self._max_context = max_context  # None: asked of the server's /v1/models once
@@ -97,8 +117,13 @@ class EndpointTeacherClient:
         """Score numpy rows at ``top_k`` (None: the run's distill_topk); every row in one request."""
         k = top_k or self._default_top_k
         body = completion_request(rows, k, self.model).model_dump_json(exclude_none=True)
-        response = await self._post(body)
-        return scores_from_completion(response.content, rows, k, self._codec)
+        answer = await self._post(body)
+        try:
+            return scores_from_completion(answer, rows, k, self._codec)
+        except EndpointAnswerError as exc:
+            raise EndpointAnswerError(
+                f"the teacher endpoint {self.url} gave an answer the run cannot use: {exc}; {RESUME_HINT}"
+            ) from None
 
     async def check_top_k(self, top_k: int) -> None:
         """Start-up probe: TopKAboveCapError naming both numbers when the endpoint caps K below ``top_k``."""
@@ -125,8 +150,14 @@ class EndpointTeacherClient:
             max_tokens=1,
             return_token_ids=True,
         )
-        response = await self._post(request.model_dump_json(exclude_none=True))
-        choices = CompletionResponse.model_validate_json(response.content).choices
+        answer = await self._post(request.model_dump_json(exclude_none=True))
+        try:
+            choices = CompletionResponse.model_validate_json(answer).choices
+        except pydantic.ValidationError as exc:
+            raise EndpointAnswerError(
+                f"the teacher endpoint {self.url} answered the tokenizer probe with what is not a completion "
+                f"({exc.error_count()} errors, first: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']})"
+            ) from None
         if len(choices) != 1:
             raise EndpointAnswerError(
                 f"the teacher endpoint {self.url} answered the tokenizer probe (1 prompt) with {len(choices)} choices"
@@ -155,11 +186,34 @@ class EndpointTeacherClient:
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(timeout=self._timeout_s, transport=self._transport, verify=tls_context())
 
-    async def _served_context(self) -> int:
-        async with self._http() as http:
-            response = await http.get(f"{self.base_url}/v1/models", headers=self._headers)
+    async def _request(
+        self, http: httpx.AsyncClient, method: str, url: str, body: str | None
+    ) -> BoundedAnswer:
+        """One exchange within the deadline and the cap; past either the run stops (with the hint)."""
         try:
-            listed = response.json() if response.status_code == 200 else {}
+            return await bounded_request(
+                http,
+                method,
+                url,
+                deadline_s=self._timeout_s,
+                max_bytes=self._max_answer_bytes,
+                content=body,
+                headers=self._headers,
+            )
+        except (TimeoutError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+            raise TeacherHttpError(
+                f"the teacher endpoint {url} did not answer in full within {self._timeout_s:g} s (connect to "
+                f"the answer's last byte: [teacher] endpoint_timeout_s); {RESUME_HINT}"
+            ) from None
+        except EndpointAnswerError as exc:  # over the cap
+            raise type(exc)(
+                f"the teacher endpoint {url}: {exc} ([teacher] endpoint_max_answer_mb); {RESUME_HINT}"
+            ) from None
+
+    async def _served_context(self) -> int:
+        response = await self._answer("GET", f"{self.base_url}/v1/models", None)
+        try:
+            listed = pydantic_core.from_json(response.content) if response.status_code == 200 else {}
         except ValueError:  # a 200 that is not JSON: no models told
             listed = {}
         cards = [c for c in listed.get("data", []) if isinstance(c, dict)] if isinstance(listed, dict) else []
@@ -174,28 +228,33 @@ class EndpointTeacherClient:
             )
         return lengths[0] - 1
 
-    async def _post(self, body: str) -> httpx.Response:
+    async def _post(self, body: str) -> bytes:
+        """The body of the endpoint's answer to ``body`` at ``/v1/completions``; InputError for a 4xx."""
+        response = await self._answer("POST", self.url, body)
+        if response.status_code >= 400:
+            raise InputError(f"the teacher endpoint {self.url} refused the request ({_reason(response)})")
+        return response.content
+
+    async def _answer(self, method: str, url: str, body: str | None) -> BoundedAnswer:
+        """The endpoint's answer other than a 5xx or 429, those and dropped connections retried as
+        the module says."""
         async with self._http() as http:
             for attempt in range(1, self._policy.max_attempts + 1):
                 last = attempt == self._policy.max_attempts
                 delay = self._policy.delay(attempt)
                 try:
-                    response = await http.post(self.url, content=body, headers=self._headers)
+                    response = await self._request(http, method, url, body)
                 except RETRYABLE_ERRORS as exc:
                     reason = f"{type(exc).__name__}: {exc}"
                 else:
-                    if response.status_code < 400:
+                    if response.status_code < 500 and response.status_code != 429:
                         return response
-                    reason = f"{response.status_code}: {error_detail(response)}"
+                    reason = _reason(response)
                     if response.status_code == 429:
                         delay = _retry_after(response) or delay
-                    elif response.status_code < 500:
-                        raise InputError(f"the teacher endpoint {self.url} refused the request ({reason})")
                 if last:
                     raise TeacherHttpError(
-                        f"the teacher endpoint {self.url} failed {attempt} times, last with {reason}; the run "
-                        "stops here: once the endpoint answers again, continue it with `turnopd train --resume "
-                        "<run_dir>`"
+                        f"the teacher endpoint {url} failed {attempt} times, last with {reason}; {RESUME_HINT}"
                     )
                 self.retries += 1
                 log.warning("teacher endpoint call failed (%s), retry %d in %.1fs", reason, attempt, delay)
@@ -223,12 +282,18 @@ def endpoint_client(
         default_top_k=top_k,
         policy=RetryPolicy.from_settings(teacher),
         timeout_s=teacher.endpoint_timeout_s,
+        max_answer_bytes=teacher.endpoint_max_answer_mb * 2**20,
         max_context=teacher.max_context,
         codec=codec_kernels(teacher.native_codec),
     )
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _reason(response: BoundedAnswer) -> str:
+    """A failed answer's status and error message."""
+    return f"{response.status_code}: {error_detail(httpx.Response(response.status_code, content=response.content))}"
+
+
+def _retry_after(response: BoundedAnswer) -> float | None:
     """Seconds a 429's Retry-After asks for (None when absent or an HTTP date), capped."""
     try:
         seconds = float(response.headers.get("retry-after", ""))

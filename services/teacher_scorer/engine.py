@@ -15,7 +15,6 @@ import numpy.typing as npt
 
 from services.errors import ConfigError
 from services.errors import EngineBrokenError as EngineBrokenError  # its home before services.errors
-from services.settings.teacher import TeacherSettings
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -97,18 +96,3 @@ def checkpoint_dir(model: str) -> Path:
     if not (path / "config.json").is_file():
         raise ConfigError(f"teacher.model: no checkpoint (config.json) in {model!r}")
     return path
-
-
-def make_engine(settings: TeacherSettings) -> TeacherEngine:
-    """Build the engine named by ``settings.engine``, loading ``settings.model``."""
-    match settings.engine:
-        case "transformers":
-            from services.teacher_scorer.transformers_engine import TransformersEngine
-
-            return TransformersEngine.from_settings(settings)
-        case "vllm":
-            from services.teacher_scorer.vllm_engine import VllmEngine
-
-            return VllmEngine.from_settings(settings)
-        case _:
-            raise ValueError(f"unknown teacher engine {settings.engine!r}")

@@ -1,7 +1,8 @@
 """The `teacher` Ray Serve application: a thin deployment around TeacherScorer.
 
 Python callers use the handle method ``score_packed`` (flat numpy buffers); HTTP clients use the
-FastAPI routes of ``routes.py``. Requests are validated alone, then cut into chunks that join one
+FastAPI routes of ``routes.py``, built on each replica after its constructor, with the replica's
+token and ``[teacher] http_max_*`` caps. Requests are validated alone, then cut into chunks that join one
 batch queue (``@serve.batch``, sized in tokens), so concurrent requests share forward passes.
 """
 
@@ -36,12 +37,13 @@ from services.teacher_scorer.codec import (
     rows_from_request,
 )
 from services.teacher_scorer.completions_native import codec_kernels
-from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow, make_engine
+from services.teacher_scorer.engine import EngineBrokenError, RowScores, ScoreRow
+from services.teacher_scorer.engine_factory import make_engine
 from services.teacher_scorer.metrics import TeacherMetrics
 from services.teacher_scorer.packing import chunk_by_tokens
 from services.teacher_scorer.placement import deployment_options
 from services.teacher_scorer.prompt_tokenizer import PromptTokenizer
-from services.teacher_scorer.routes import ScoreBackend, build_http_app
+from services.teacher_scorer.routes import ScoreBackend, TeacherHttpCaps, build_http_app
 from services.teacher_scorer.scorer import TeacherScorer
 
 _DEFAULT_BATCH_TOKENS = TeacherSettings.model_fields["max_batch_tokens"].default
@@ -64,23 +66,8 @@ def _chunk_tokens(chunks: list[_Chunk]) -> int:
     return sum(c.tokens for c in chunks)
 
 
-def _replica_backend() -> ScoreBackend:
-    return cast(ScoreBackend, serve.get_replica_context().servable_object)
-
-
-def _replica_token() -> str | None:
-    deployment: Any = serve.get_replica_context().servable_object
-    token: str | None = deployment.service_token
-    return token
-
-
-def _build_asgi_app() -> FastAPI:
-    # Evaluated on each replica at start; the routes reach this replica's deployment object.
-    return build_http_app(_replica_backend, _replica_token)
-
-
 @serve.deployment
-@serve.ingress(_build_asgi_app)
+@serve.ingress()
 class TeacherDeployment:
     """One replica: a loaded engine, its scorer, a batch queue, metrics."""
 
@@ -94,7 +81,8 @@ class TeacherDeployment:
             max_batch_size=settings.max_batch_size,
             pass_overhead_tokens=settings.pass_overhead_tokens,
         )
-        self._default_top_k = default_top_k
+        self.default_top_k = default_top_k
+        self._http_caps = TeacherHttpCaps.of(settings)
         self.tokenize = PromptTokenizer(settings.model)
         self.served_model = settings.model
         self.codec_kernels = codec_kernels(settings.native_codec)
@@ -105,16 +93,20 @@ class TeacherDeployment:
         batcher.set_max_batch_size(settings.max_batch_tokens)
         batcher.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
 
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        """The replica's HTTP face (Serve calls it after the constructor): the routes over this object."""
+        return build_http_app(lambda: cast(ScoreBackend, self), lambda: self.service_token, self._http_caps)
+
     async def score_packed(self, request: PackedScoreRequest) -> PackedScoreResponse:
         """Handle path: packed buffers in, packed buffers out."""
-        top_k = request.top_k or self._default_top_k
+        top_k = request.top_k or self.default_top_k
         scores = await self.score_rows(rows_from_packed(request), top_k)
         return pack_scores(scores, top_k)
 
     async def score(self, request: ScoreRequest) -> ScoreResponse:
         """HTTP path (and handle callers holding JSON-shaped requests)."""
         rows = rows_from_request(request)
-        scores = await self.score_rows(rows, requested_top_k(request) or self._default_top_k)
+        scores = await self.score_rows(rows, requested_top_k(request) or self.default_top_k)
         return response_from_scores(rows, scores)
 
     async def check_health(self) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from services.ray_names import TEACHER_APP as APP_NAME
 from services.ray_session import ensure_ray
+from services.serve_config import check_serve_proxy
 from services.service_auth import check_bind
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.engine import checkpoint_dir
@@ -29,6 +30,7 @@ def serve_teacher(settings: TurnOPDSettings, console: Console) -> None:
     try:
         with console.status(f"deploying the teacher app ({teacher.engine}, {teacher.model})"):
             serve.start(http_options={"host": teacher.host, "port": teacher.port})
+            check_serve_proxy(token, APP_NAME)  # a Serve already running keeps its own proxy host
             serve.run(
                 teacher_application(teacher, settings.distill.distill_topk, token),
                 name=APP_NAME,

@@ -21,7 +21,9 @@ import ray
 from controller_inputs import small_run_settings, stats_for
 
 from services.controller.replay import replay
-from services.operations.lifecycle import Change, ControllerOps, RedisOps, RunContext
+from services.operations.controller_ops import ControllerOps
+from services.operations.managed_service import Change, RunContext
+from services.operations.redis_ops import RedisOps
 from services.run_dir import RunDir
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,9 @@ from services.cache_dir import resolve_cache_dir
 from services.cli.train_cmd import resumed_settings
 from services.contracts.env_gateway import EnvCatalog, EpisodeCreate
 from services.env_gateway.client import EnvGatewayClient
-from services.operations.lifecycle import Change, EnvGatewayOps, RunContext, Services
+from services.operations.env_gateway_ops import EnvGatewayOps
+from services.operations.managed_service import Change, RunContext
+from services.operations.run_services import Services
 from services.run_dir import SECRET_FIELDS, RunDir
 from services.settings import load_settings
 from services.settings.env_gateway import EnvGatewaySettings

@@ -171,3 +171,76 @@ def test_a_worker_restarted_while_idle_is_counted_at_the_next_publish(pool, zoo)
     assert pool.stats.crashes_by_worker[0] == crashes.get(0, 0) + 1
     assert pool.stats.crashes_by_worker[1] == crashes.get(1, 0)
     assert pool.workers_versions() == {"rollout-worker-0": 3, "rollout-worker-1": 3}
+
+
+class HoldFirstConnection:
+    """A loopback TCP proxy to ``target`` that takes its first connection and never answers it (a
+    gateway call that hangs, its worker alive), and relays every later one."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("http://").rsplit(":", 1)
+        self.target = (host, int(port))
+        self.held = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.held == 0:
+            self.held += 1
+            while await reader.read(65536):  # read the request, answer nothing, until it hangs up
+                pass
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_chunk_replayed(pool, gateway):
+    """A chunk in flight longer than rollout_worker.chunk_timeout_s: its worker is alive but stuck
+    in an env call that never returns (the gateway's connection held open, unanswered). The pool
+    kills it, Ray restarts it, the chunk is played again, and the result is the undisturbed one."""
+    version = pool.weights_version
+    undisturbed = pool.play(TASKS, h_roll=3, temperature=1.0, weights_version=version, max_new_tokens=16)
+    assert undisturbed.failures == []
+    kills, deaths = pool.stats.overdue_kills, pool.stats.worker_deaths
+    own = pool.settings
+    pool.settings = own.model_copy(
+        update={"rollout_worker": own.rollout_worker.model_copy(update={"chunk_timeout_s": 8.0})}
+    )
+    proxy = HoldFirstConnection(gateway.url)
+    pool.switch_env_gateway(proxy.url)
+    try:
+        started = time.monotonic()
+        result = pool.play(TASKS, h_roll=3, temperature=1.0, weights_version=version, max_new_tokens=16)
+        took = time.monotonic() - started
+    finally:
+        pool.settings = own
+        pool.switch_env_gateway(gateway.url)
+        proxy.close()
+    assert proxy.held == 1
+    assert pool.stats.overdue_kills == kills + 1 and pool.stats.worker_deaths == deaths + 1
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
+    assert took < 120, took  # the 300 s env call timeout did not run out
+    assert set(pool.workers_versions().values()) == {version}

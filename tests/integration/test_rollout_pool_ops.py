@@ -118,7 +118,7 @@ def test_a_shrink_during_a_crashed_workers_recovery_loses_no_task(pool, gateway)
     def crash_then_shrink() -> None:
         ray.kill(crashed, no_restart=False)  # a crash: Ray restarts it (its model load takes seconds)
         time.sleep(0.3)
-        pool.resize(1)
+        pool.resize(1, pool.settings.for_rollout_worker())
 
     shrinker = when_playing(gateway.url, crash_then_shrink)
     result = pool.play(TASKS, **PLAY)
@@ -126,7 +126,10 @@ def test_a_shrink_during_a_crashed_workers_recovery_loses_no_task(pool, gateway)
     assert result.failures == [] and result.task_indices == list(range(len(TASKS)))
     assert pool.size == 1 and pool.live_workers == ["rollout-worker-0"]
     assert [i for i, _, live in pool.members()] == [0]
-    assert pool.resize(2) == 1 and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
+    assert pool.resize(2, pool.settings.for_rollout_worker()) == 1 and pool.live_workers == [
+        "rollout-worker-0",
+        "rollout-worker-1",
+    ]
 
 
 def test_chunks_that_lose_their_gateway_are_played_again_on_the_new_one(pool, config):
@@ -156,7 +159,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
     pool.publish_weights(ray.put(weights), 1)
     played = {**PLAY, "weights_version": 1}
 
-    assert pool.resize(3) == 2 and pool.size == 3
+    assert pool.resize(3, pool.settings.for_rollout_worker()) == 2 and pool.size == 3
     assert pool.workers_versions() == {f"rollout-worker-{i}": 1 for i in range(3)}  # before it plays
     three = pool.play(TASKS, **played)
     assert three.failures == [] and three.task_indices == list(range(len(TASKS)))
@@ -164,7 +167,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
     # taken away mid-play: worker 2 finishes its chunk first, so nothing is replayed or lost and the
     # result is exactly the three-worker play (chunk seeds follow the chunks, not the workers)
     replays, deaths = pool.stats.replays, pool.stats.worker_deaths
-    shrinker = when_playing(gateway.url, pool.resize, 2)
+    shrinker = when_playing(gateway.url, pool.resize, 2, pool.settings.for_rollout_worker())
     drained = pool.play(TASKS, **played)
     shrinker.join()
     assert pool.size == 2 and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
@@ -174,7 +177,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
         ray.get_actor("rollout-worker-2", namespace="turnopd")
 
     with pytest.raises(InputError, match="at least 1 worker, not 0"):
-        pool.resize(0)
+        pool.resize(0, pool.settings.for_rollout_worker())
     with pytest.raises(InputError, match=r"38 more rollout worker\(s\) need CPU 0.5 each; .* short of CPU"):
-        pool.resize(40)
+        pool.resize(40, pool.settings.for_rollout_worker())
     assert pool.size == 2 and pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}

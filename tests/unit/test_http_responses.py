@@ -36,8 +36,10 @@ def test_the_most_specific_row_answers_and_unlisted_errors_have_none():
 
 def test_responses_merge_the_named_errors_with_what_fastapi_answers_itself():
     responses = TABLE.responses(InputError, UnknownStepError, TurnOPDError, request="json", bearer=True)
-    assert sorted(responses) == [400, 401, 422, 503]
+    assert sorted(responses) == [400, 401, 413, 422, 503]
     assert responses[400]["model"] is ErrorDetail
+    assert responses[413]["model"] is ErrorDetail
+    assert responses[413]["description"].startswith("The body is larger than the app's limit (refused unread")
     assert responses[401]["headers"] == {
         "WWW-Authenticate": {"description": "`Bearer`.", "schema": {"type": "string"}}
     }

@@ -1,4 +1,5 @@
-"""No import cycle between the top-level packages of ``services`` (read from the source, no import)."""
+"""No import cycle between the top-level packages of ``services``, nor through the modules named below
+(read from the source, no import)."""
 
 import ast
 from collections import defaultdict
@@ -25,6 +26,33 @@ def package_imports() -> dict[str, set[str]]:
                     target = module.split(".")[1]
                     if target != source:
                         edges[source].add(target)
+    return edges
+
+
+def module_name(path: Path) -> str:
+    """``services/teacher_scorer/engine.py`` -> ``services.teacher_scorer.engine`` (a package: its ``__init__``)."""
+    parts = list(path.relative_to(SERVICES.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Module of ``services`` -> the other modules of ``services`` it imports, anywhere in it (an import
+    inside a function too: it closes the ring when it runs)."""
+    known = {module_name(path) for path in SERVICES.rglob("*.py")}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in SERVICES.rglob("*.py"):
+        source = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module
+                modules = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            edges[source].update(m for m in modules if m in known and m != source)
     return edges
 
 
@@ -69,3 +97,15 @@ def test_no_two_top_level_packages_import_each_other():
     edges = package_imports()
     assert {"agent", "env_gateway", "contracts", "orchestrator"} <= set(edges)  # the walk saw the tree
     assert cycles(edges) == []
+
+
+def test_the_engine_interfaces_and_the_service_adapters_are_in_no_import_ring():
+    """Issue 62: ``teacher_scorer.engine`` built the engines that import it (the factory is now
+    ``engine_factory``); the operations adapters import the base, the registry imports them."""
+    edges = module_imports()
+    # the walk sees an import inside a function (the factory imports each engine where it builds it)
+    assert "services.teacher_scorer.transformers_engine" in edges["services.teacher_scorer.engine_factory"]
+    rings = cycles(edges)
+    for interface in ("services.teacher_scorer.engine", "services.rollout_worker.engines.base"):
+        assert not [ring for ring in rings if interface in ring]
+    assert not [ring for ring in rings if any(m.startswith("services.operations.") for m in ring)]

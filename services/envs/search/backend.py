@@ -47,9 +47,13 @@ def opening_text(question: Question) -> str:
 class SearchBackend(EnvBackend):
     name = "search"
 
-    def __init__(self, settings: SearchEnvSettings, cache_dir: Path) -> None:
+    def __init__(
+        self, settings: SearchEnvSettings, cache_dir: Path, service_token: str | None = None
+    ) -> None:
+        """``service_token``: the bearer sent to a remote retrieval server (None: none is sent)."""
         self._settings = settings
         self._cache_dir = cache_dir
+        self._service_token = service_token
 
     @cached_property
     def _questions(self) -> QuestionPools:
@@ -63,7 +67,9 @@ class SearchBackend(EnvBackend):
                 return Bm25Retriever(read_corpus(corpus_path(self._settings, self._cache_dir)))
             case "remote":
                 assert settings.retrieval_url is not None  # checked by the settings
-                return RemoteRetriever(settings.retrieval_url, settings.retrieval_timeout_s)
+                return RemoteRetriever(
+                    settings.retrieval_url, settings.retrieval_timeout_s, service_token=self._service_token
+                )
             case _:
                 raise ValueError(f"unknown retriever {settings.retriever!r}")
 

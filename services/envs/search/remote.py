@@ -1,9 +1,10 @@
 """The remote retriever: a client of a Search-R1-compatible retrieval server (`POST {url}/retrieve`).
 
-Every failure is a RetrievalError that says what happened: the server unreachable, slower than
-the timeout, an HTTP error status (with the start of its body), or an answer that is not
-Search-R1 output (not JSON, wrong shape, not one result list per query). Nothing is retried and
-nothing is replaced by an empty result.
+With the run's service token every request carries ``Authorization: Bearer <token>``. Every
+failure is a RetrievalError that says what happened: the server unreachable, slower than the
+timeout, the token refused or missing (401), an HTTP error status (with the start of its body), or
+an answer that is not Search-R1 output (not JSON, wrong shape, not one result list per query).
+Nothing is retried and nothing is replaced by an empty result.
 """
 
 from collections.abc import Sequence
@@ -18,15 +19,25 @@ from services.envs.search.retrieval import (
     Retriever,
     split_contents,
 )
+from services.service_auth import auth_headers, token_refusal
 
 _BODY_CHARS = 300
 
 
 class RemoteRetriever(Retriever):
-    def __init__(self, base_url: str, timeout_s: float, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float,
+        service_token: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``service_token``: the bearer the server demands (None: send none)."""
         self.url = base_url.rstrip("/") + "/retrieve"
         self._timeout = timeout_s
-        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+        self._sends_token = bool(service_token)
+        headers = auth_headers(service_token)
+        self._http = httpx.Client(timeout=timeout_s, transport=transport, headers=headers)
 
     def retrieve(self, queries: Sequence[str], topk: int) -> list[list[RetrievedPassage]]:
         if not queries:
@@ -40,6 +51,8 @@ class RemoteRetriever(Retriever):
             ) from None
         except httpx.TransportError as exc:
             raise RetrievalError(f"cannot reach retrieval server {self.url}: {exc}") from None
+        if response.status_code == 401:
+            raise RetrievalError(token_refusal("retrieval server", self.url, self._sends_token))
         if not response.is_success:
             raise RetrievalError(
                 f"retrieval server {self.url} answered HTTP {response.status_code}: "

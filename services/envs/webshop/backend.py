@@ -53,9 +53,11 @@ def game_id(split: str, goal_id: int) -> str:
 class WebShopBackend(EnvBackend):
     name = "webshop"
 
-    def __init__(self, settings: WebShopSettings, cache_dir: Path) -> None:
+    def __init__(self, settings: WebShopSettings, cache_dir: Path, service_token: str | None = None) -> None:
+        """``service_token``: the bearer sent to a remote webshop server (None: none is sent)."""
         self._settings = settings
         self._cache_dir = cache_dir
+        self._service_token = service_token
         self._splits = GoalSplits(self._settings.goals_eval, self._settings.goals_train)
 
     @property
@@ -118,11 +120,12 @@ class WebShopBackend(EnvBackend):
 
     def open(self, split: Split, choice: GameChoice, expert: bool) -> GameSession:
         goal = self.goal_id(split, choice)
-        if self._settings.remote_url is None:
+        ws = self._settings
+        if ws.remote_url is None:
             return LocalShopSession(self.shop.session(goal), game_id(split, goal), expert)
         from services.envs.webshop.remote import RemoteShopSession, remote_client
 
-        client = remote_client(self._settings.remote_url, self._settings.remote_timeout_s)
+        client = remote_client(ws.remote_url, ws.remote_timeout_s, self._service_token)
         return RemoteShopSession(client, goal, game_id(split, goal), expert)
 
 

@@ -2,9 +2,11 @@
 
 The session creates an env on the server, resets it to the goal id (AgentGym's ``session_id``),
 and reads pages, actions and the instruction through the protocol in
-`services.envs.webshop.contract`. Every failure of the server -- no connection, no answer
-within ``remote_timeout_s``, an HTTP error, a malformed body -- raises ``RemoteShopError`` naming
-the server, the call and the cause; the gateway reports it as that episode's error (HTTP 500).
+`services.envs.webshop.contract`; with the run's service token every call carries
+``Authorization: Bearer <token>``. Every failure of the server -- no connection, no answer within
+``remote_timeout_s``, the token refused or missing (401), an HTTP error, a malformed body -- raises
+``RemoteShopError`` naming the server, the call and the cause; the gateway reports it as that
+episode's error (HTTP 500).
 """
 
 import logging
@@ -25,6 +27,7 @@ from services.envs.webshop.contract import (
 )
 from services.envs.webshop.pages import SEP, admissible_actions
 from services.errors import TurnOPDError
+from services.service_auth import auth_headers, token_refusal
 
 log = logging.getLogger(__name__)
 _RESET_REPLY: TypeAdapter[tuple[str, None]] = TypeAdapter(tuple[str, None])
@@ -39,10 +42,19 @@ class RemoteShopError(TurnOPDError):
 class AgentGymWebShopClient:
     """Blocking client of one `agentenv_webshop` server (one per worker process and URL)."""
 
-    def __init__(self, base_url: str, timeout_s: float, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float,
+        service_token: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``service_token``: the bearer the server demands (None: send none)."""
         self.url = base_url.rstrip("/")
         self.timeout_s = timeout_s
-        self._http = httpx.Client(base_url=self.url, timeout=timeout_s, transport=transport)
+        self._sends_token = bool(service_token)
+        headers = auth_headers(service_token)
+        self._http = httpx.Client(base_url=self.url, timeout=timeout_s, transport=transport, headers=headers)
 
     def create(self) -> int:
         return self._parse(_INT, "POST", "/create")
@@ -90,6 +102,9 @@ class AgentGymWebShopClient:
             raise RemoteShopError(
                 f"cannot reach webshop server {self.url} ({method} {path}): {exc}"
             ) from None
+        if response.status_code == 401:
+            refusal = token_refusal("webshop server", self.url, self._sends_token)
+            raise RemoteShopError(f"{refusal} ({method} {path})")
         if response.status_code >= 400:
             raise RemoteShopError(
                 f"webshop server {self.url} answered HTTP {response.status_code} to {method} {path}: "
@@ -99,9 +114,9 @@ class AgentGymWebShopClient:
 
 
 @lru_cache(maxsize=8)
-def remote_client(url: str, timeout_s: float) -> AgentGymWebShopClient:
+def remote_client(url: str, timeout_s: float, service_token: str | None) -> AgentGymWebShopClient:
     """The worker process's client of a server (its connections are reused by every session)."""
-    return AgentGymWebShopClient(url, timeout_s)
+    return AgentGymWebShopClient(url, timeout_s, service_token)
 
 
 def plain_instruction(text: str) -> str:

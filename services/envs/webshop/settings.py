@@ -33,3 +33,18 @@ class WebShopSettings(Section):
     server_max_envs: int = Field(
         1024, ge=1, le=100_000, description="`turnopd serve webshop`: open envs before /create answers 503."
     )
+    server_env_ttl_s: float = Field(
+        900.0,
+        gt=0.0,
+        le=86_400.0,
+        description="`turnopd serve webshop`: an env unused this long expires (closed; its index answers 404).",
+    )
+    server_max_action_chars: int = Field(
+        1024, ge=16, le=65_536, description="`turnopd serve webshop`: longest /step action (413 beyond)."
+    )
+    server_max_body_bytes: int = Field(
+        65_536,
+        ge=1024,
+        le=1 << 31,
+        description="`turnopd serve webshop`: largest request body in bytes, refused unread beyond (413).",
+    )

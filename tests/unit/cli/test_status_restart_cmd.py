@@ -6,7 +6,7 @@ from rich.console import Console
 from services.cli.status_view import status_renderable, summary_lines
 from services.contracts.operations import RestartResult, RunStatus, ServiceStatus
 from services.contracts.orchestrator import EvalRecord, PoolLoad
-from services.operations.lifecycle import masked_url
+from services.operations.redis_ops import masked_url
 
 STATUS = RunStatus(
     run_id="r1",

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from services.contracts.env_gateway import EnvCatalog, EpisodeCreate, EpisodeStart, Health, StepResult
@@ -122,7 +123,7 @@ def test_bodies_are_json_only_a_pickle_is_rejected_unread():
 
 def test_standalone_server_refuses_a_public_bind_without_a_token(monkeypatch):
     started = []
-    monkeypatch.setattr(gateway_main.uvicorn, "run", lambda *a, **k: started.append(k))
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.append(k))
     with pytest.raises(ConfigError, match=r"env gateway on 0\.0\.0\.0 without a service token"):
         gateway_main.serve(EnvGatewaySettings(host="0.0.0.0"))
     gateway_main.serve(EnvGatewaySettings(host="0.0.0.0"), token=TOKEN)

@@ -21,7 +21,7 @@ from services.settings.env_gateway import EnvGatewaySettings
 
 @pytest.fixture
 def host(tmp_path):
-    host = EpisodeHost(EnvGatewaySettings(cache_dir=tmp_path))
+    host = EpisodeHost(EnvGatewaySettings(cache_dir=tmp_path), service_token=None)
     yield host
     host.close_all()
 

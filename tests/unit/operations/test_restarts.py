@@ -12,8 +12,10 @@ import pytest
 
 from services.contracts.operations import RestartRequest
 from services.errors import ConflictError, InputError
-from services.operations.lifecycle import RunContext, Services
-from services.operations.restarts import ResumeMismatchError, ServiceRestarts
+from services.operations.learner_ops import LearnerLostError, ResumeMismatchError
+from services.operations.managed_service import RunContext
+from services.operations.restarts import ServiceRestarts
+from services.operations.run_services import Services
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
@@ -42,7 +44,7 @@ class FakePool:
             raise self.fail_with
         self.replaced.append((index, settings))
 
-    def resize(self, size: int) -> int:
+    def resize(self, size: int, settings: RolloutWorkerServiceSettings) -> int:
         if self.fail_with is not None:
             raise self.fail_with
         before, self.size = self.size, size
@@ -243,8 +245,6 @@ def test_a_learner_that_fails_to_restart_is_started_again_with_the_old_settings(
 
 
 def test_a_learner_that_cannot_be_started_at_all_stops_the_run():
-    from services.operations.lifecycle import LearnerLostError
-
     services, ops = learner_ops_starting(RuntimeError("first"), RuntimeError("second"))
     with pytest.raises(LearnerLostError, match=r"no learner could be started .*second.*stops at step 4"):
         ServiceRestarts(services).run(RestartRequest(request_id="m", service="learner"), step=4)

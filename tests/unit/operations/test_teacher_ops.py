@@ -12,7 +12,8 @@ from in_process_teacher import LoopbackTeacher
 
 from services.errors import ConfigError
 from services.models.loading import load_tokenizer
-from services.operations.lifecycle import RunContext, TeacherOps
+from services.operations.managed_service import RunContext
+from services.operations.teacher_ops import TeacherOps
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, TokenizerMismatchError

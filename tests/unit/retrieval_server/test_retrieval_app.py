@@ -45,11 +45,14 @@ def test_limits_and_failure_drills(index: Bm25Retriever):
 def test_the_refusals_are_documented_with_their_bodies(index: Bm25Retriever):
     app = create_app(index, RetrievalServerSettings(max_queries=1, fail_every=1), "test")
     documented = app.openapi()["paths"]["/retrieve"]["post"]["responses"]
-    assert sorted(documented) == ["200", "400", "413", "422", "503"]
+    assert sorted(documented) == ["200", "400", "401", "413", "422", "503"]
     client = TestClient(app)
     too_many = client.post("/retrieve", json={"queries": ["a", "b"]})
     drill = client.post("/retrieve", json={"queries": ["Vel"]})
-    assert (too_many.status_code, too_many.json()) == (413, {"detail": "2 queries; at most 1 per request"})
+    assert (too_many.status_code, too_many.json()) == (
+        413,
+        {"detail": "2 queries in one /retrieve request; at most 1 ([retrieval_server] max_queries)"},
+    )
     assert (drill.status_code, drill.json()) == (503, {"detail": "failure drill: request 2 fails (every 1)"})
     for status in ("413", "503"):
         schema = documented[status]["content"]["application/json"]["schema"]

@@ -101,7 +101,7 @@ def test_bad_input_is_422_naming_the_problem(client, body, fragment):
 def test_openapi_documents_completions(client):
     paths = client.get("/openapi.json").json()["paths"]
     responses = paths["/v1/completions"]["post"]["responses"]
-    assert sorted(responses) == ["200", "400", "401", "422", "503"]
+    assert sorted(responses) == ["200", "400", "401", "413", "422", "503"]
     assert responses["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/CompletionResponse"
     }

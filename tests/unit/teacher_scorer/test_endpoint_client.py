@@ -273,3 +273,15 @@ def test_a_probe_answer_without_a_choice_is_named_not_an_index_error(zoo_cache):
     client = EndpointTeacherClient("http://vllm:8000", "teacher", policy=FAST, transport=server)
     with pytest.raises(EndpointAnswerError, match=r"tokenizer probe \(1 prompt\) with 0 choices"):
         asyncio.run(client.check_tokenizer(student))
+
+
+def test_a_probe_answer_that_is_no_completion_is_named_not_a_validation_error(zoo_cache):
+    student = student_tokens(load_tokenizer("student", zoo_cache), "'student'")
+    server = httpx.MockTransport(lambda _: httpx.Response(200, json={"choices": 5}))
+    client = EndpointTeacherClient("http://vllm:8000", "teacher", policy=FAST, transport=server)
+    with pytest.raises(
+        EndpointAnswerError,
+        match=r"http://vllm:8000/v1/completions answered the tokenizer probe with what is not a completion "
+        r"\(1 errors, first: Input should be a valid array at \('choices',\)\)",
+    ):
+        asyncio.run(client.check_tokenizer(student))

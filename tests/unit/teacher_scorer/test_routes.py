@@ -69,7 +69,8 @@ def test_with_a_token_score_and_metrics_need_the_bearer(engine):
     body = {"sequences": [{"token_ids": [1, 2, 3], "positions": [2]}], "top_k": 2}
     with TestClient(build_http_app(lambda: backend, lambda: "t-s3cret")) as c:
         assert c.get("/healthz").status_code == 200  # liveness stays open
-        for method, path in [("POST", "/v1/score"), ("GET", "/metrics"), ("GET", "/v1/models")]:
+        paths = [("POST", "/v1/score"), ("GET", "/metrics"), ("GET", "/v1/models"), ("GET", "/readyz")]
+        for method, path in [*paths, ("GET", "/openapi.json"), ("GET", "/docs")]:
             assert c.request(method, path, json=body).status_code == 401
             assert (
                 c.request(method, path, json=body, headers={"Authorization": "Bearer x"}).status_code == 401
@@ -120,7 +121,9 @@ def test_a_broken_engine_answers_503(teacher_path):
         response = c.post("/v1/score", json={"sequences": [{"token_ids": [1, 2], "positions": [1]}]})
         assert response.status_code == 503
         assert "replica is being replaced" in response.json()["detail"]
-        assert c.get("/healthz").status_code == 503
+        assert c.get("/healthz").status_code == 200  # liveness: the app answers, no model touched
+        ready = c.get("/readyz")
+        assert ready.status_code == 503 and "replica is being replaced" in ready.json()["detail"]
 
 
 def _as_scores(seq):

@@ -16,7 +16,8 @@ import torch
 
 from services.errors import ConfigError
 from services.settings.teacher import TeacherSettings
-from services.teacher_scorer.engine import EngineBrokenError, ScoreRow, make_engine
+from services.teacher_scorer.engine import EngineBrokenError, ScoreRow
+from services.teacher_scorer.engine_factory import make_engine
 from services.teacher_scorer.vllm_engine import (
     VllmEngine,
     convert_prompt_logprobs,

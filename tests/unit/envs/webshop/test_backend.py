@@ -24,14 +24,14 @@ def settings(tmp_path_factory) -> EnvGatewaySettings:
 
 @pytest.fixture(scope="module")
 def backend(settings) -> WebShopBackend:
-    made = make_backend("webshop", settings)
+    made = make_backend("webshop", settings, service_token=None)
     assert isinstance(made, WebShopBackend)
     return made
 
 
 def test_catalog_entry_needs_no_catalogue(tmp_path):
     settings = EnvGatewaySettings(cache_dir=tmp_path)
-    info = make_backend("webshop", settings).info()
+    info = make_backend("webshop", settings, service_token=None).info()
     assert info.name == "webshop" and info.task_types == list(CATEGORIES)
     assert info.games_per_split == {"train": 3000, "valid_unseen": 200}
     assert info.source == "generated offline (3000 products, catalogue seed 0)"
@@ -94,7 +94,9 @@ def test_a_session_without_expert_suggests_nothing_and_refuses_impossible_steps(
 
 def test_remote_mode_has_one_task_type_and_goal_ids_by_seed(tmp_path):
     remote = WebShopSettings(remote_url="http://127.0.0.1:9", goals_eval=200, goals_train=3000)
-    backend = make_backend("webshop", EnvGatewaySettings(cache_dir=tmp_path, webshop=remote))
+    backend = make_backend(
+        "webshop", EnvGatewaySettings(cache_dir=tmp_path, webshop=remote), service_token=None
+    )
     assert isinstance(backend, WebShopBackend) and backend.task_types() == [REMOTE_TASK_TYPE]
     assert backend.info().source == "AgentGym agentenv_webshop server at http://127.0.0.1:9"
     choice = backend.choose("train", 3005, None)
@@ -105,7 +107,7 @@ def test_remote_mode_has_one_task_type_and_goal_ids_by_seed(tmp_path):
 
 
 def test_worker_host_serves_webshop_episodes(settings):
-    host = EpisodeHost(settings)
+    host = EpisodeHost(settings, service_token=None)
     try:
         opened = host.handle(
             OpenEpisode(episode_id="w", env="webshop", split="valid_unseen", seed=3, expert=True)

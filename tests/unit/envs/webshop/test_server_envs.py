@@ -22,3 +22,31 @@ def test_envs_are_created_reset_to_goals_and_closed(shop):
         envs.get(0)
     with pytest.raises(InputError, match="outside the shop's goals"):
         envs.reset(1, 3200)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_envs_unused_past_their_ttl_expire_so_a_crashed_client_cannot_fill_the_server(shop):
+    clock = Clock()
+    envs = ShopEnvs(shop, max_envs=2, rng=random.Random(0), ttl_s=60.0, clock=clock)
+    crashed, alive = envs.create(), envs.create()
+    clock.now = 50.0
+    envs.get(alive)  # used: its 60 s start again
+    with pytest.raises(ServerBusyError, match=r"all 2 envs are open and used within 60s"):
+        envs.create()
+    clock.now = 61.0  # the crashed client's env has been unused for 61 s
+    assert envs.create() == 2
+    assert envs.indices() == [alive, 2]
+    with pytest.raises(NotFoundError, match=r"no env 0 \(never created, closed, or unused for over 60s\)"):
+        envs.get(crashed)
+    clock.now = 111.5  # alive: unused since 50 s
+    with pytest.raises(NotFoundError, match="no env 1"):
+        envs.get(alive)
+    assert envs.indices() == [2]
+    assert envs.reclaim_idle() == [] and not envs.close(alive)

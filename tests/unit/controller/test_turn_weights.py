@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.errors import InputError
-from services.learner.turn_weights import (
+from services.controller.turn_weights import (
     SourcePart,
     blended_weights,
     mixed_weights,
@@ -18,6 +17,7 @@ from services.learner.turn_weights import (
     trajectory_weights,
     turn_weights,
 )
+from services.errors import InputError
 
 
 def turn_mass(turn_tokens, weights):

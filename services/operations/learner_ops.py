@@ -1,0 +1,91 @@
+"""`learner`: the trainer, behind the lifecycle interface (``ManagedService``)."""
+
+from collections import Counter
+
+from services.contracts.operations import ServiceStatus
+from services.learner.service import Learner
+from services.models.registry import resolve_model_dir
+from services.operations.learner_handle import LearnerHandle
+from services.operations.managed_service import Change, ManagedService, RunBrokenError, RunContext, started
+from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
+from services.operations.rollout_pool_ops import RolloutPoolOps
+from services.settings.per_service import LearnerServiceSettings
+from services.settings.tree import TurnOPDSettings
+
+
+class ResumeMismatchError(RunBrokenError):
+    """A replaced learner did not resume at the completed step: going on would skip or repeat steps."""
+
+
+class LearnerLostError(RunBrokenError):
+    """A learner restart failed and so did starting one with the old settings: no learner is left."""
+
+
+class LearnerOps(ManagedService[LearnerServiceSettings]):
+    """The learner (Ray Train, or one plain actor); the pipeline steps it through ``handle``, which a replacement keeps."""
+
+    kind = "learner"
+    handle: LearnerHandle | None = None
+
+    def __init__(self, ctx: RunContext, counts: Counter[str], pool: RolloutPoolOps) -> None:
+        super().__init__(ctx, counts)
+        self.pool = pool
+
+    def compose(self, run: TurnOPDSettings) -> LearnerServiceSettings:
+        return run.for_learner()
+
+    def _learner(self, settings: LearnerServiceSettings) -> Learner:
+        models = self.ctx.settings.models
+        return Learner(settings, self.ctx.run.root, resolve_model_dir(models.student, models.cache_dir))
+
+    def start(self) -> None:
+        self.handle = LearnerHandle(self._learner(self.settings))
+        # Before a learner closes, the pool copies the weights it put that the pool still holds.
+        self.handle.keep_before_close(lambda: started(self.pool.pool, "rollout pool").own_weights())
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+    def replace(self, change: Change, step: int) -> str:
+        """Only between steps (the driver's thread): checkpoint, close, resume in a new trainer."""
+        handle = started(self.handle, self.kind)
+        new = self.restarted(change)
+        if step > 0:
+            handle.checkpoint(step)
+        handle.retire()
+        try:
+            self.settings = start_or_restore(lambda s: self._resume(handle, s, step), new, self.settings)
+        except RunBrokenError:
+            raise
+        except RESTART_ERRORS as exc:
+            if not handle.alive:  # the retired trainer is all the handle has: the next step would fail
+                raise LearnerLostError(
+                    f"no learner could be started after a failed restart ({type(exc).__name__}: {exc}); "
+                    f"the run stops at step {step}"
+                ) from exc
+            raise  # a trainer with the old settings took over: reported, training goes on
+        self.counts[self.kind] += 1
+        return f"learner replaced; resumed from the checkpoint of step {step}"
+
+    def _resume(self, handle: LearnerHandle, settings: LearnerServiceSettings, step: int) -> None:
+        learner = self._learner(settings)
+        handle.attach(learner)
+        if learner.resumed_step != step:
+            raise ResumeMismatchError(
+                f"the new learner resumed at step {learner.resumed_step}, not at the completed step {step}"
+            )
+
+    def status(self, step: int) -> list[ServiceStatus]:
+        handle = started(self.handle, self.kind)
+        return [
+            ServiceStatus(
+                name="learner",
+                health="ok" if handle.alive else "down",
+                restarts=self.counts[self.kind],
+                version=f"step {step}, config {self.version()}",
+                detail="one actor, without Ray Train"
+                if handle.solo
+                else f"Ray Train, {handle.world} worker(s)",
+            )
+        ]
