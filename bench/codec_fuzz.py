@@ -5,7 +5,7 @@ answers each strategy drew, how many the C read (the rest it left to Python), an
 
     python bench/codec_fuzz.py [--examples 20000] [--no-sanitize]
 
-The sanitized build is ``native_build``'s ``TURNOPD_NATIVE_SANITIZE=address,undefined`` (keyed
+The sanitized build is ``native_build``'s ``TURNOPD_NATIVE_SANITIZE=address,undefined,float-cast-overflow`` (keyed
 apart from the plain library); the script sets it, preloads the compiler's libasan and runs itself
 again. Any out-of-bounds access, use of uninitialised memory or undefined behaviour in the C stops
 the run with the sanitizer's report; a disagreement stops it with hypothesis' smallest example.
@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from services import native_build  # noqa: E402
 
-SANITIZERS = "address,undefined"
+SANITIZERS = "address,undefined,float-cast-overflow"  # as scripts/test_sanitized.sh
 ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
 UBSAN_OPTIONS = "halt_on_error=1:print_stacktrace=1"
 

@@ -7,28 +7,39 @@ call's other arguments) and each entry with the conditions the C relies on. From
 * the ``ctypes`` argument and result types are set, so nothing beside the C keeps them by hand;
 * the table is compared with the prototypes parsed from the C source when a library is bound, so a
   drift between them refuses the library (``NativeBuildError``) instead of corrupting memory;
-* a checking function is generated per entry: every tensor argument must be a CPU tensor of the
-  pointer's element type (``float *``: float32, ``int64_t *``: int64, ``uint8_t *``: uint8),
-  contiguous and holding at least the elements the C uses; every ``int`` must fit a C ``int``;
-  every condition must hold. Anything else is a ``KernelArgumentError`` naming the entry, the
-  argument and what it needed, raised before the C runs. The checks are generated as plain Python
-  statements (no loop over the table per call), so a call costs about what a hand-written one does
-  (``bench/kernel_boundary.py``).
+* a checking function is generated per entry: every array argument must be of the pointer's
+  element type (``float *``: float32, ``double *``: float64, ``int64_t *``: int64, ``char *``:
+  uint8), contiguous, on the CPU, and hold at least the elements the C uses; a ``const char *``
+  takes ``bytes`` of at least that length; every ``int`` and ``int64_t`` must fit its C type; every
+  condition must hold. Anything else is a ``KernelArgumentError`` (a ``ValueError``) naming the
+  entry, the argument and what it needed, raised before the C runs. The checks are generated as
+  plain Python statements (no loop over the table per call), so a call costs about what a
+  hand-written one does (``bench/kernel_boundary.py``).
 
-A pointer declared ``nullable`` takes ``None`` (the C reads NULL).
+An entry's arrays are torch tensors (``arrays="torch"``: the decode kernels) or numpy arrays
+(``"numpy"``: the ``/v1/completions`` codec). A pointer declared ``nullable`` takes ``None`` (the C
+reads NULL); one whose ``elements`` is None is sized by data the table cannot see, which its
+wrapper checks.
 """
 
 import ctypes
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from services.native_build import NativeBuildError
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+INT_RANGES = {"int": (-(2**31), 2**31 - 1), "int64_t": (-(2**63), 2**63 - 1)}
 
-POINTER_DTYPES = {"float": "float32", "int64_t": "int64", "uint8_t": "uint8", "int32_t": "int32"}
+POINTER_DTYPES = {
+    "float": "float32",
+    "double": "float64",
+    "int64_t": "int64",
+    "uint8_t": "uint8",
+    "char": "uint8",
+    "int32_t": "int32",
+}
 SCALARS: dict[str, Any] = {
     "int": ctypes.c_int,
     "float": ctypes.c_float,
@@ -69,6 +80,7 @@ class Entry:
     returns: str
     params: tuple[Param, ...]
     requires: tuple[str, ...] = field(default=())
+    arrays: Literal["torch", "numpy"] = "torch"
 
     def prototype(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         return self.returns, tuple((p.ctype, p.name) for p in self.params)
@@ -123,43 +135,61 @@ def bind(lib: ctypes.CDLL, entries: tuple[Entry, ...]) -> dict[str, Callable[...
     bound = {}
     for entry in entries:
         function = getattr(lib, entry.name)  # AttributeError: a symbol missing from the library
-        function.argtypes = [ctypes.c_void_p if p.pointee else SCALARS[p.ctype] for p in entry.params]
+        function.argtypes = [_argtype(p) for p in entry.params]
         function.restype = RESULTS[entry.returns]
         bound[entry.name] = _checked(entry, function)
     return bound
 
 
+def _argtype(param: Param) -> Any:
+    if param.ctype == "const char *":
+        return ctypes.c_char_p  # bytes, passed as they are
+    return ctypes.c_void_p if param.pointee else SCALARS[param.ctype]
+
+
+# Per array kind: (the test that an argument is refused, its length, its address), as code over `{n}`.
+_ARRAY_CODE = {
+    "torch": (
+        "not isinstance({n}, _Array) or {n}.dtype is not {dtype} or not {n}.is_cpu or not {n}.is_contiguous()",
+        "{n}.numel()",
+        "{n}.data_ptr()",
+    ),
+    "numpy": (
+        "not isinstance({n}, _Array) or {n}.dtype != {dtype} or not {n}.flags.c_contiguous",
+        "{n}.size",
+        "{n}.ctypes.data",
+    ),
+    "bytes": ("type({n}) is not bytes", "len({n})", "{n}"),
+}
+
+
 def _checked(entry: Entry, function: Callable[..., Any]) -> Callable[..., Any]:
     """Generates ``def <entry>(<params>)`` that checks every argument, then calls ``function``."""
-    import torch
-
     names = [p.name for p in entry.params]
     lines = [f"def {entry.name}({', '.join(names)}):"]
     for index, param in enumerate(entry.params):  # the ints first: the sizes are computed from them
-        if param.ctype == "int":
-            name = param.name
-            lines.append(f"    if type({name}) is not int or not {INT_MIN} <= {name} <= {INT_MAX}:")
-            lines.append(f"        _bad_int({index}, {name})")
+        if param.ctype in INT_RANGES:
+            low, high = INT_RANGES[param.ctype]
+            lines.append(f"    if type({param.name}) is not int or not {low} <= {param.name} <= {high}:")
+            lines.append(f"        _bad_int({index}, {param.name})")
     passed = []
     for index, param in enumerate(entry.params):
         name = param.name
         if param.pointee is None:
             passed.append(name)
             continue
-        dtype = f"_{POINTER_DTYPES[param.pointee]}"
-        test = (
-            f"not isinstance({name}, _Tensor) or {name}.dtype is not {dtype} or not {name}.is_cpu"
-            f" or not {name}.is_contiguous()"
+        kind = "bytes" if param.ctype == "const char *" else entry.arrays
+        refused, length, address = (
+            code.format(n=name, dtype=f"_{POINTER_DTYPES[param.pointee]}") for code in _ARRAY_CODE[kind]
         )
+        indent = "    "
         if param.nullable:
             lines.append(f"    if {name} is not None:")
-            lines.append(f"        if {test}: _bad_tensor({index}, {name})")
-            lines.append(f"        if {name}.numel() < {param.elements}: _short({index}, {name}, locals())")
-            passed.append(f"None if {name} is None else {name}.data_ptr()")
-        else:
-            lines.append(f"    if {test}: _bad_tensor({index}, {name})")
-            lines.append(f"    if {name}.numel() < {param.elements}: _short({index}, {name}, locals())")
-            passed.append(f"{name}.data_ptr()")
+            indent = "        "
+        lines.append(f"{indent}if {refused}: _bad_array({index}, {name})")
+        if param.elements is not None:
+            lines.append(f"{indent}if {length} < {param.elements}: _short({index}, {length}, locals())")
+        passed.append(f"None if {name} is None else {address}" if param.nullable else address)
     for index, condition in enumerate(entry.requires):
         lines.append(f"    if not ({condition}): _unmet({index}, locals())")
     lines.append(f"    return _function({', '.join(passed)})")
@@ -167,38 +197,68 @@ def _checked(entry: Entry, function: Callable[..., Any]) -> Callable[..., Any]:
     def bad_int(index: int, value: object) -> None:
         param = entry.params[index]
         raise KernelArgumentError(
-            f"{entry.name}: {param.name} must be an int that fits a C int, not {value!r}"
+            f"{entry.name}: {param.name} must be an int that fits a C {param.ctype}, not {value!r}"
         )
 
-    def bad_tensor(index: int, value: object) -> None:
+    def bad_array(index: int, value: object) -> None:
         param = entry.params[index]
-        want = f"a contiguous CPU torch.{POINTER_DTYPES[param.pointee or '']} tensor"
-        if not isinstance(value, torch.Tensor):
-            got = "None" if value is None else type(value).__name__
-        else:
-            got = f"{value.dtype} on {value.device}" + ("" if value.is_contiguous() else ", not contiguous")
-        raise KernelArgumentError(f"{entry.name}: {param.name} must be {want}, not {got}")
+        raise KernelArgumentError(
+            f"{entry.name}: {param.name} must be {_wanted(entry, param)}, not {_described(value)}"
+        )
 
-    def short(index: int, value: "torch.Tensor", arguments: dict[str, Any]) -> None:
+    def short(index: int, length: int, arguments: dict[str, Any]) -> None:
         param = entry.params[index]
         needed = eval(param.elements or "0", {}, dict(arguments))
         raise KernelArgumentError(
-            f"{entry.name}: {param.name} holds {value.numel()} elements, the call uses "
-            f"{param.elements} = {needed}"
+            f"{entry.name}: {param.name} holds {length} elements, the call uses {param.elements} = {needed}"
         )
 
     def unmet(index: int, arguments: dict[str, Any]) -> None:
         shown = ", ".join(f"{p.name}={arguments[p.name]}" for p in entry.params if p.pointee is None)
         raise KernelArgumentError(f"{entry.name}: needs {entry.requires[index]} ({shown})")
 
+    array_type: Any
+    if entry.arrays == "torch":
+        import torch
+
+        array_type = torch.Tensor
+        dtypes = {f"_{d}": getattr(torch, d) for d in POINTER_DTYPES.values()}
+    else:
+        import numpy
+
+        array_type = numpy.ndarray
+        dtypes = {f"_{d}": numpy.dtype(d) for d in POINTER_DTYPES.values()}
     scope: dict[str, Any] = {
-        "_Tensor": torch.Tensor,
+        "_Array": array_type,
         "_function": function,
         "_bad_int": bad_int,
-        "_bad_tensor": bad_tensor,
+        "_bad_array": bad_array,
         "_short": short,
         "_unmet": unmet,
-        **{f"_{d}": getattr(torch, d) for d in POINTER_DTYPES.values()},
+        **dtypes,
     }
     exec(compile("\n".join(lines), f"<binding of {entry.name}>", "exec"), scope)
     return scope[entry.name]
+
+
+def _wanted(entry: Entry, param: Param) -> str:
+    if param.ctype == "const char *":
+        return "bytes"
+    dtype = POINTER_DTYPES[param.pointee or ""]
+    if entry.arrays == "torch":
+        return f"a contiguous CPU torch.{dtype} tensor"
+    return f"a C-contiguous numpy {dtype} array"
+
+
+def _described(value: object) -> str:
+    """What an argument is, in the words of ``_wanted``."""
+    if value is None:
+        return "None"
+    kind = f"{type(value).__module__}.{type(value).__name__}"
+    if kind in ("torch.Tensor", "torch.nn.parameter.Parameter"):
+        tensor: Any = value
+        return f"{tensor.dtype} on {tensor.device}" + ("" if tensor.is_contiguous() else ", not contiguous")
+    if kind == "numpy.ndarray":
+        array: Any = value
+        return f"a numpy {array.dtype} array" + ("" if array.flags.c_contiguous else ", not C-contiguous")
+    return type(value).__name__

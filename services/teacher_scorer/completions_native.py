@@ -7,8 +7,12 @@
 In Python the two cost ~30 and ~60 µs per scored token at K = 50, in C ~6 and ~6
 (``bench/teacher_throughput.py``).
 
-Each entry's wrapper checks the types, shapes and sizes the C relies on before it calls it, and
-raises ValueError or TypeError naming the argument; the reader's buffers are sized so that no
+Each entry is declared once, in ``ENTRIES`` below, as its C prototype spells it, with the elements
+each pointer touches; ``native_abi.py`` sets the ctypes types from it, refuses a library whose
+source's prototypes differ, and checks every array's dtype, contiguity and length and every int
+before the C runs (``KernelArgumentError``, a ValueError, naming the argument). Each wrapper adds
+the shapes and index ranges that depend on the data, and raises ValueError or TypeError naming the
+argument; the reader's buffers are sized so that no
 answer can fill them, and its selection takes O(e log e) for a position of e entries, so a hostile
 answer costs time and memory linear in its bytes.
 
@@ -23,15 +27,16 @@ import functools
 import itertools
 import logging
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from services import native_build
+from services import native_abi, native_build
 from services.cache_dir import resolve_cache_dir
+from services.native_abi import Entry, Param
 from services.native_build import NativeBuildError, NativeSource
 from services.teacher_scorer.completions_codec import (
     completion_json,
@@ -57,6 +62,74 @@ _ENTRY_BYTES = 96
 _MIN_CHOICE_BYTES, _MIN_POSITION_BYTES, _MIN_ENTRY_BYTES, _MIN_TOKEN_BYTES = 30, 3, 17, 2
 _FULL = -2  # parse_answer: an output buffer is full (REFUSED, -1: the answer is read in Python)
 
+I64, CI64, F32, CF32, F64, CF64 = (
+    "int64_t *",
+    "const int64_t *",
+    "float *",
+    "const float *",
+    "double *",
+    "const double *",
+)
+ENTRIES = (
+    Entry(
+        "write_positions",
+        "int64_t",
+        (
+            Param(CI64, "prompt", "n_prompt"),
+            Param("int64_t", "n_prompt"),
+            Param(CI64, "top_ids", "max(n_prompt - 1, 0) * k"),
+            Param(CF32, "top_lps", "max(n_prompt - 1, 0) * k"),
+            Param(CF32, "token_lp", "max(n_prompt - 1, 0)"),
+            Param("int64_t", "k"),
+            Param("char *", "out", "out_capacity"),
+            Param("int64_t", "out_capacity"),
+        ),
+        requires=("n_prompt >= 0 and k >= 0 and out_capacity >= 0",),
+        arrays="numpy",
+    ),
+    Entry(
+        "parse_answer",
+        "int",
+        (
+            Param("const char *", "body", "length"),
+            Param("int64_t", "length"),
+            Param(I64, "counts", "4"),
+            Param(I64, "choice", "choices_cap * 5"),
+            Param("int64_t", "choices_cap"),
+            Param(I64, "position", "positions_cap * 2"),
+            Param("int64_t", "positions_cap"),
+            Param(I64, "entry_id", "entries_cap"),
+            Param(F64, "entry_lp", "entries_cap"),
+            Param(I64, "entry_rank", "entries_cap"),
+            Param("int64_t", "entries_cap"),
+            Param(I64, "token", "tokens_cap"),
+            Param("int64_t", "tokens_cap"),
+        ),
+        requires=("length >= 0 and min(choices_cap, positions_cap, entries_cap, tokens_cap) >= 0",),
+        arrays="numpy",
+    ),
+    Entry(  # the entries and positions `at` indexes, and the scratch, are sized by the data: the wrapper checks them
+        "select_top_k",
+        "int",
+        (
+            Param(CI64, "position"),
+            Param(CI64, "entry_id"),
+            Param(CF64, "entry_lp"),
+            Param(CI64, "entry_rank"),
+            Param(CI64, "at", "n"),
+            Param(CI64, "token", "n"),
+            Param("int64_t", "n"),
+            Param("int64_t", "k"),
+            Param(I64, "top_ids", "n * k"),
+            Param(F32, "top_lps", "n * k"),
+            Param(F32, "token_lp", "n"),
+            Param(I64, "scratch"),
+        ),
+        requires=("n >= 0 and k >= 0",),
+        arrays="numpy",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class ParsedAnswer:
@@ -79,6 +152,7 @@ class CodecKernels:
 
     path: Path
     _lib: ctypes.CDLL
+    _entries: dict[str, Callable[..., Any]]
 
     def positions_json(self, prompt_T: np.ndarray, scores: RowScores) -> bytes | None:
         """``prompt_logprobs`` of one prompt, as the Python writer writes it (None: a log-prob is not
@@ -103,15 +177,8 @@ class CodecKernels:
                     f"positions_json: {name} has shape {array.shape}, scores.top_ids_P_K {top_ids.shape}"
                 )
         out = np.empty(positions * ((k + 1) * _ENTRY_BYTES + 8) + 16, dtype=np.uint8)
-        written = self._lib.write_positions(
-            prompt_T.ctypes.data,
-            len(prompt_T),
-            top_ids.ctypes.data,
-            top_lps.ctypes.data,
-            token_lp.ctypes.data,
-            k,
-            out.ctypes.data,
-            len(out),
+        written = self._entries["write_positions"](
+            prompt_T, len(prompt_T), top_ids, top_lps, token_lp, k, out, len(out)
         )
         if written == -2:
             return None
@@ -160,19 +227,19 @@ class CodecKernels:
         top_lps = np.empty((n, top_k), dtype=np.float32)
         token_lp = np.empty(n, dtype=np.float32)
         scratch = np.empty(4 * int(count.max(initial=0)) + 16, dtype=np.int64)  # select_top_k's
-        failed = self._lib.select_top_k(
-            position.ctypes.data,
-            entry_id.ctypes.data,
-            entry_lp.ctypes.data,
-            entry_rank.ctypes.data,
-            at_P.ctypes.data,
-            token_P.ctypes.data,
+        failed = self._entries["select_top_k"](
+            position,
+            entry_id,
+            entry_lp,
+            entry_rank,
+            at_P,
+            token_P,
             n,
             top_k,
-            top_ids.ctypes.data,
-            top_lps.ctypes.data,
-            token_lp.ctypes.data,
-            scratch.ctypes.data,
+            top_ids,
+            top_lps,
+            token_lp,
+            scratch,
         )
         return None if failed else (top_ids, top_lps, token_lp)
 
@@ -192,19 +259,19 @@ class CodecKernels:
         entry_lp = np.empty(entries, dtype=np.float64)
         entry_rank = np.empty(entries, dtype=np.int64)
         token = np.empty(size // _MIN_TOKEN_BYTES + 1, dtype=np.int64)
-        status = self._lib.parse_answer(
+        status = self._entries["parse_answer"](
             body,
             size,
-            counts.ctypes.data,
-            choice.ctypes.data,
+            counts,
+            choice,
             len(choice),
-            position.ctypes.data,
+            position,
             len(position),
-            entry_id.ctypes.data,
-            entry_lp.ctypes.data,
-            entry_rank.ctypes.data,
+            entry_id,
+            entry_lp,
+            entry_rank,
             entries,
-            token.ctypes.data,
+            token,
             len(token),
         )
         if status == _FULL:  # the capacities above are wrong: a bug here, not in the answer
@@ -308,15 +375,8 @@ def disagreements(kernels: "CodecKernels") -> list[str]:
 
 
 def _bind(path: Path, lib: ctypes.CDLL) -> CodecKernels:
-    pointer, i64 = ctypes.c_void_p, ctypes.c_int64
-    lib.write_positions.argtypes = [pointer, i64, pointer, pointer, pointer, i64, pointer, i64]
-    lib.write_positions.restype = i64
-    lib.parse_answer.argtypes = [ctypes.c_char_p, i64, pointer, pointer, i64, pointer, i64]
-    lib.parse_answer.argtypes += [pointer, pointer, pointer, i64, pointer, i64]
-    lib.parse_answer.restype = ctypes.c_int
-    lib.select_top_k.argtypes = [pointer] * 6 + [i64, i64] + [pointer] * 4
-    lib.select_top_k.restype = ctypes.c_int
-    return CodecKernels(path, lib)
+    native_abi.check_against_source(ENTRIES, CODEC_SOURCE.path.read_text(), CODEC_SOURCE.path.name)
+    return CodecKernels(path, lib, native_abi.bind(lib, ENTRIES))
 
 
 def load_codec_kernels(cache_root: Path) -> CodecKernels:

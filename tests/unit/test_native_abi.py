@@ -75,10 +75,57 @@ def test_a_table_that_drifted_from_the_c_source_is_refused_naming_both():
 
 def test_the_shipped_tables_match_their_c_sources():
     from services.rollout_worker.engines import native_kernels
+    from services.teacher_scorer import completions_native
 
     native_abi.check_against_source(
         native_kernels.ENTRIES, native_kernels.SOURCE.read_text(), native_kernels.SOURCE.name
     )
+    codec = completions_native.CODEC_SOURCE.path
+    native_abi.check_against_source(completions_native.ENTRIES, codec.read_text(), codec.name)
+    assert {e.name for e in completions_native.ENTRIES} == set(native_abi.parse_prototypes(codec.read_text()))
+
+
+SUM_SOURCE = """
+#include <stdint.h>
+int64_t sum_bytes(const char *body, int64_t length, double *out) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < length; i++) total += (unsigned char)body[i];
+    out[0] = (double)total;
+    return total;
+}
+"""
+SUM_ENTRY = Entry(
+    "sum_bytes",
+    "int64_t",
+    (Param("const char *", "body", "length"), Param("int64_t", "length"), Param("double *", "out", "1")),
+    arrays="numpy",
+)
+
+
+def test_an_entry_over_numpy_arrays_and_bytes_is_checked_alike(tmp_path: Path):
+    import numpy as np
+
+    source = tmp_path / "sum.c"
+    source.write_text(SUM_SOURCE)
+    _, lib = load(NativeSource(source, "sum", ("-O2", "-fPIC", "-shared")), tmp_path / "cache")
+    sum_bytes = native_abi.bind(lib, (SUM_ENTRY,))["sum_bytes"]
+    out = np.zeros(1)
+    assert sum_bytes(b"\x01\x02\xff", 3, out) == 258 and out[0] == 258.0
+    refusals = [
+        ((b"ab", 3, out), r"sum_bytes: body holds 2 elements, the call uses length = 3"),
+        (("ab", 2, out), r"sum_bytes: body must be bytes, not str"),
+        (
+            (b"ab", 2, np.zeros(1, dtype=np.float32)),
+            r"out must be a C-contiguous numpy float64 array, not a numpy float32 array",
+        ),
+        ((b"ab", 2, np.zeros((2, 2))[:, 0]), r"out must be .*, not a numpy float64 array, not C-contiguous"),
+        ((b"ab", 2, torch.zeros(1, dtype=torch.float64)), r"out must be .*, not torch.float64 on cpu"),
+        ((b"ab", 2**63, out), r"length must be an int that fits a C int64_t, not 9223372036854775808"),
+        ((b"ab", 2, np.zeros(0)), r"out holds 0 elements, the call uses 1 = 1"),
+    ]
+    for arguments, complaint in refusals:
+        with pytest.raises(KernelArgumentError, match=complaint):
+            sum_bytes(*arguments)
 
 
 def test_a_checked_call_runs_the_c_with_the_tensors_memory(scale_rows):
@@ -116,7 +163,7 @@ def test_a_checked_call_runs_the_c_with_the_tensors_memory(scale_rows):
             r"x must be .*, not torch.float32 on meta",
         ),
         ((None, 4, 1.0, torch.zeros(4), None), r"x must be a contiguous CPU torch.float32 tensor, not None"),
-        ((torch.ones(4).numpy(), 4, 1.0, torch.zeros(4), None), r"x must be .*, not ndarray"),
+        ((torch.ones(4).numpy(), 4, 1.0, torch.zeros(4), None), r"x must be .*, not a numpy float32 array"),
         (
             (torch.ones(4), 2**31, 1.0, torch.zeros(4), None),
             r"n must be an int that fits a C int, not 2147483648",
