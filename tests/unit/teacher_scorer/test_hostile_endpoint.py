@@ -10,7 +10,6 @@ import re
 import socket
 import socketserver
 import threading
-import time
 import tracemalloc
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -164,10 +163,8 @@ def test_a_broken_answer_is_an_endpoint_answer_error_alike_from_both_readers(
     messages = []
     for codec in (None, codec_kernels_built):
         client = EndpointTeacherClient(hostile.url(case), None, policy=FAST, timeout_s=10.0, codec=codec)
-        start = time.perf_counter()
-        with pytest.raises(EndpointAnswerError) as caught:
+        with pytest.raises(EndpointAnswerError) as caught:  # within GUARD_S, else a TimeoutError
             _guarded(client.score_rows(answer.rows, answer.top_k))
-        assert time.perf_counter() - start < 5.0
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
     assert messages[0].startswith(
@@ -180,12 +177,10 @@ def test_a_broken_answer_is_an_endpoint_answer_error_alike_from_both_readers(
 def test_a_100k_entry_position_is_read_in_n_log_n_alike(hostile, codec_kernels_built):
     """One position of 100,000 entries, the worst order for the old insertion sort and ids that
     all hash to one slot of the duplicate check: the C reads it (today's quadratic check and sort
-    took seconds) into the Python reader's rows."""
+    took seconds; its time is bench/codec_fuzz.py's) into the Python reader's rows."""
     answer = hostile_answers()["100k-entry position"]
-    start = time.perf_counter()
     compiled = codec_kernels_built.read(answer.body, answer.rows, answer.top_k)
-    took = time.perf_counter() - start
-    assert compiled is not None and took < 1.0, took
+    assert compiled is not None
     expected = python_scores_from_completion(answer.body, answer.rows, answer.top_k)
     assert_same_rows(compiled, expected)
     ids = colliding_ids(100_000)  # log-probs -100 (the first) up to -0.001 (the last), after 7's
@@ -235,11 +230,8 @@ def test_the_cap_is_the_settings(hostile):
 def test_a_slow_drip_is_stopped_by_the_deadline_of_the_whole_answer(hostile):
     """A byte every 20 ms never trips a per-read timeout; the deadline counts the whole answer."""
     client = EndpointTeacherClient(hostile.url("drip"), None, policy=FAST, timeout_s=1.0)
-    start = time.perf_counter()
-    with pytest.raises(TeacherHttpError) as caught:
+    with pytest.raises(TeacherHttpError) as caught:  # a per-read timeout never trips: GUARD_S would
         _guarded(client.score_rows([ScoreRow(np.array([5, 7]), np.array([1]))], 1))
-    took = time.perf_counter() - start
-    assert 1.0 <= took < 5.0, took
     assert str(caught.value) == (
         f"the teacher endpoint {hostile.url('drip')}/v1/completions did not answer in full within 1 s (connect "
         "to the answer's last byte: [teacher] endpoint_timeout_s); the run stops here: once the endpoint "
@@ -247,6 +239,7 @@ def test_a_slow_drip_is_stopped_by_the_deadline_of_the_whole_answer(hostile):
     )
     assert hostile.requests["drip"] == 1  # a resend would wait as long again
     assert hostile.sent["drip"] > 45 + 10  # after its 45 bytes of head it dripped all along (~50 a second)
+    assert hostile.sent["drip"] < 45 + 100_000 // 10  # and was cut off long before its announced length
 
 
 @pytest.mark.parametrize("case", ["drop-before-answering", "drop-mid-answer"])
