@@ -92,8 +92,8 @@ class StepMetrics(Record):
     )
     failure_reasons: dict[str, NonNegInt] | None = Field(
         None,
-        description="failed_episodes by EpisodeFailure.reason (play, too_long, no_response); None, and "
-        "left out: none failed.",
+        description="failed_episodes by EpisodeFailure.reason (play, env_lost, too_long, "
+        "no_response); None, and left out: none failed.",
     )
     tokens: NonNegInt = Field(description="Supervised (response) tokens trained on.")
     generated_tokens: NonNegInt

@@ -56,8 +56,10 @@ class RolloutRequest(Contract):
 
 
 # Why an episode counts as failed: it could not be played (env gateway error, worker lost for
-# good), its trajectory is longer than its teacher scores, or not even its first response fit.
-FailureReason = Literal["play", "too_long", "no_response"]
+# good), the gateway lost it (the pool plays its chunk again, so it reaches a step only after
+# max_attempts plays), its trajectory is longer than its teacher scores, or not even its first
+# response fit.
+FailureReason = Literal["play", "env_lost", "too_long", "no_response"]
 
 
 class EpisodeFailure(Contract):
@@ -70,9 +72,11 @@ class EpisodeFailure(Contract):
     worker: str = Field(min_length=1, description="The worker that last tried it (or the pool).")
     reason: FailureReason = Field(
         "play",
-        description="play: it could not be played; too_long: its trajectory exceeds what its teacher "
-        "scores (a teacher restarted with a lower limit mid-step); no_response: its first prompt left no "
-        "room for a response within its limit, so there is nothing to train on.",
+        description="play: it could not be played (the game failed on an action, say); env_lost: the "
+        "env gateway lost the episode (its env worker died, or the gateway was replaced), so the chunk "
+        "is played again; too_long: its trajectory exceeds what its teacher scores (a teacher restarted "
+        "with a lower limit mid-step); no_response: its first prompt left no room for a response within "
+        "its limit, so there is nothing to train on.",
     )
 
 

@@ -222,10 +222,17 @@ class WorkerPool:
         self._kill(worker)
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.process.wait(timeout=5.0)
-        with contextlib.suppress(OSError):
-            worker.conn.close()
-        # Calls still queued for this worker fail on the closed pipe and report the episode lost.
+        # Closed by its own executor thread, after the calls queued there (they fail on the dead
+        # process and report their episodes lost): closed from here, while one of them is writing, its
+        # fd number could go to the replacement's pipe, which would get that call's request and hand
+        # its reply to the wrong caller.
+        worker.executor.submit(self._close_pipe, worker.conn)
         worker.executor.shutdown(wait=False)
+
+    @staticmethod
+    def _close_pipe(conn: Connection) -> None:
+        with contextlib.suppress(OSError):
+            conn.close()
 
     def _exit_description(self, worker: _Worker) -> str:
         code = worker.process.poll()

@@ -15,7 +15,9 @@ after the env step, so it is appended only if it and the next response fit, else
 at its last response. Either way the observation after an episode's last turn is recorded in its
 ``TurnRecord`` but not appended to the token ids: the model never reads it, and every token up to
 the last response's fits the limit. Finished episodes are deleted on the gateway at once. A
-gateway error loses one episode, which comes back as an ``EpisodeFailure``, never silently dropped.
+gateway error loses one episode, which comes back as an ``EpisodeFailure``, never silently dropped:
+reason ``env_lost`` when the gateway lost it (its env worker died: the pool plays the chunk again),
+else ``play`` (the game failed on an action, say: a failure of the environment, kept as one).
 
 Sampling is seeded per turn from ``seed`` (``seeds.turn_seed``), so the same tasks, seed and
 weights replay the same trajectories.
@@ -34,9 +36,9 @@ from services.agent.chat_format import ChatFormat, Conversation
 from services.agent.tool_calls import ParseFailure
 from services.contracts.action_templates import match_admissible
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
-from services.contracts.rollout import EpisodeFailure, EpisodeTask
+from services.contracts.rollout import EpisodeFailure, EpisodeTask, FailureReason
 from services.contracts.trajectory import Trajectory, TurnRecord
-from services.env_gateway.episode_errors import ActionRejectedError, GatewayBusyError
+from services.env_gateway.episode_errors import ActionRejectedError, EpisodeLostError, GatewayBusyError
 from services.envs.protocols import EnvProtocol, env_protocol
 from services.errors import ConflictError, InputError, NotFoundError, TurnOPDError
 from services.rollout_worker.engines.base import Generation, GenerationEngine, GenerationParams
@@ -88,6 +90,7 @@ class _Episode:
     done: bool = False
     truncated: bool = False
     error: str | None = None
+    reason: FailureReason = "play"  # why it failed, once ``error`` is set
     closed: bool = False
 
     @property
@@ -96,7 +99,7 @@ class _Episode:
 
     def outcome(self, weights_version: int, worker: str) -> EpisodeOutcome:
         if self.error is not None:
-            return EpisodeFailure(task=self.task, error=self.error, worker=worker)
+            return EpisodeFailure(task=self.task, error=self.error, worker=worker, reason=self.reason)
         return Trajectory(
             episode_id=self.start.episode_id,
             env=self.task.env,
@@ -194,7 +197,8 @@ async def _open(
                 return EpisodeFailure(task=task, error=f"create: {exc}", worker=worker)
             await asyncio.sleep(_BUSY_BACKOFF_S * 2**attempt)
         except _EPISODE_ERRORS as exc:
-            return EpisodeFailure(task=task, error=f"create: {type(exc).__name__}: {exc}", worker=worker)
+            error = f"create: {type(exc).__name__}: {exc}"
+            return EpisodeFailure(task=task, error=error, worker=worker, reason=failure_reason(exc))
     protocol = env_protocol(task.env)
     conversation = protocol.chat(chat).start(first_user_message(start, protocol.list_actions))
     reminder = task_reminder(start, remind if task.task_reminder is None else task.task_reminder)
@@ -254,7 +258,14 @@ async def _step(env: EpisodeClient, episode: _Episode, command: str, turn: int) 
         return None
     except _EPISODE_ERRORS as exc:
         episode.error = f"step at turn {turn}: {type(exc).__name__}: {exc}"
+        episode.reason = failure_reason(exc)
         return None
+
+
+def failure_reason(exc: BaseException) -> FailureReason:
+    """``env_lost`` when the gateway lost the episode (HTTP 410: its env worker died), which the pool
+    plays again; ``play`` for any other error, the environment's own failures among them."""
+    return "env_lost" if isinstance(exc, EpisodeLostError) else "play"
 
 
 async def _close(env: EpisodeClient, episodes: Sequence[_Episode]) -> None:

@@ -8,6 +8,12 @@ all), and only then reports the chunk's tasks as ``EpisodeFailure``. Re-plays sa
 way (chunk seeds depend on the tasks, not on the worker), and every result names the weights
 version that generated it, which is always the version the caller asked for.
 
+A chunk whose result lost episodes to the env gateway (``EpisodeFailure.reason`` ``env_lost``: the
+gateway's env worker process died under them and was replaced) is played again whole, with the same
+seeds, so the step gets the trajectories an undisturbed play gives; after ``max_attempts`` plays its
+tasks are failures with that reason. A failure of the environment itself (a game that raises on an
+action) is no loss: it stays in the result as the failure it is.
+
 Operations (`turnopd restart`) act from another thread while ``play`` runs: ``replace_worker``
 swaps a worker for a fresh actor (its chunk in flight dies with it and is played again by the
 new one), and ``switch_env_gateway`` points every later request at a new gateway; a chunk that
@@ -26,7 +32,13 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
 from services.cluster_capacity import check_free_resources
-from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest, RolloutResult
+from services.contracts.rollout import (
+    EpisodeFailure,
+    EpisodeTask,
+    FailureReason,
+    RolloutRequest,
+    RolloutResult,
+)
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import NAMESPACE
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
@@ -34,7 +46,7 @@ from services.ray_session import free_name, wait_name_free
 from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options, worker_resources
 from services.rollout_worker.engines.base import next_version
 from services.rollout_worker.seeds import derive_seed
-from services.rollout_worker.task_chunks import depth_chunks, merge_results
+from services.rollout_worker.task_chunks import depth_chunks, lost_episodes, merge_results
 from services.rollout_worker.weights_version import StaleWeightsError
 from services.settings.per_service import RolloutWorkerServiceSettings
 from services.settings.tree import TurnOPDSettings
@@ -55,6 +67,7 @@ class PoolStats:
     failed_chunks: int = 0
     overdue_kills: int = 0  # workers killed for playing one chunk past rollout_worker.chunk_timeout_s
     env_replays: int = 0  # chunks played again because the env gateway was replaced under them
+    env_lost_replays: int = 0  # chunks played again because the gateway lost episodes (env_lost)
     crashes_by_worker: Counter[int] = field(default_factory=Counter)  # deaths seen, or found restarted
     replacements_by_worker: Counter[int] = field(default_factory=Counter)
 
@@ -224,15 +237,28 @@ class RolloutPool:
                 continue
             self._done_with(worker)
             idle.append(worker)
-            if result.failures and generation != self._env_generation:
-                self.stats.env_replays += 1
-                log.warning("chunk %d lost episodes to an env gateway switch; playing it again", chunk)
-                self._again(chunk, attempts, pending, failed, requests, worker, result.failures[0].error)
+            lost = lost_episodes(result, gateway_switched=generation != self._env_generation)
+            if lost:
+                self._count_lost(chunk, lost, generation != self._env_generation)
+                self._again(chunk, attempts, pending, failed, requests, worker, lost[0].error, "env_lost")
                 continue
             results[chunk] = result
             if on_result is not None:
                 on_result(result)
         return results, failed
+
+    def _count_lost(self, chunk: int, lost: Sequence[EpisodeFailure], gateway_switched: bool) -> None:
+        if gateway_switched:
+            self.stats.env_replays += 1
+            log.warning("chunk %d lost episodes to an env gateway switch; playing it again", chunk)
+        else:
+            self.stats.env_lost_replays += 1
+            log.warning(
+                "chunk %d lost %d episode(s) to the env gateway (%s); playing it again",
+                chunk,
+                len(lost),
+                lost[0].error,
+            )
 
     def _wait_one(
         self, inflight: dict[Any, tuple[int, int, int, Any]], due: dict[Any, float], timeout_s: float | None
@@ -279,20 +305,24 @@ class RolloutPool:
         requests: Sequence[RolloutRequest],
         worker: int,
         error: str,
+        reason: FailureReason = "play",
     ) -> None:
-        """Queue ``chunk`` for another play, or report its tasks failed after ``max_attempts``."""
+        """Queue ``chunk`` for another play, or report its tasks failed (with ``reason``) after
+        ``max_attempts``."""
         if attempts[chunk] < self.settings.rollout_worker.max_attempts:
             self.stats.replays += 1
             pending.appendleft(chunk)
         else:
             self.stats.failed_chunks += 1
-            reason = f"played {attempts[chunk]} times without a result; last error: {error}"
-            failed[chunk] = self._fail(requests[chunk], worker_name(worker), reason)
+            why = f"played {attempts[chunk]} times without a result; last error: {error}"
+            failed[chunk] = self._fail(requests[chunk], worker_name(worker), why, reason)
 
     @staticmethod
-    def _fail(request: RolloutRequest, worker: str, reason: str) -> list[EpisodeFailure]:
-        error = " ".join(reason.split())[:2000]
-        return [EpisodeFailure(task=task, error=error, worker=worker) for task in request.tasks]
+    def _fail(
+        request: RolloutRequest, worker: str, why: str, reason: FailureReason = "play"
+    ) -> list[EpisodeFailure]:
+        error = " ".join(why.split())[:2000]
+        return [EpisodeFailure(task=t, error=error, worker=worker, reason=reason) for t in request.tasks]
 
     def _recover(self, index: int) -> bool:
         """Wait for Ray to restart (or an operator to replace) worker ``index`` and give it the

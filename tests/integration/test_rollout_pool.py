@@ -1,11 +1,14 @@
 """The rollout pool on the shared Ray session against a real env gateway (a `turnopd serve env-gateway`
-subprocess): task order, weight publishing, stale versions refused, a worker killed mid-play."""
+subprocess): task order, weight publishing, stale versions refused, a worker killed mid-play, an env
+worker killed mid-play."""
 
 import asyncio
 import os
+import re
 import signal
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 import pytest
@@ -13,14 +16,16 @@ import ray
 from rollout_fixtures import gateway_config, rollout_settings, zoo_cache_dir
 
 from services.agent.chat_format import ChatFormat
+from services.agent.tool_calls import format_response
 from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
-from services.contracts.rollout import EpisodeTask, RolloutRequest
+from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutRequest
+from services.contracts.trajectory import Trajectory
 from services.env_gateway.client import EnvGatewayClient
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError
 from services.models.loading import load_causal_lm, load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.rollout_worker.engines import make_engine
+from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams, make_engine
 from services.rollout_worker.pool import RolloutPool
 
 pytestmark = pytest.mark.integration
@@ -241,3 +246,81 @@ def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_
     assert result.failures == [] and result.task_indices == list(range(6))
     assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
     assert set(pool.workers_versions().values()) == {version}
+
+
+def gateway_health(gateway: LocalGateway) -> dict:
+    return httpx.get(f"{gateway.url}/healthz", timeout=5.0).json()
+
+
+class FirstActionEngine(GenerationEngine):
+    """Answers every prompt with a tool call of the first action the prompt's last list of admissible
+    actions names (the zoo's random student never makes one, so it never steps a game), after
+    ``before_turn(turn)``."""
+
+    kind = "transformers"
+
+    def __init__(self, chat: ChatFormat, before_turn: Callable[[int], None] = lambda turn: None) -> None:
+        self.chat, self.before_turn, self.turns = chat, before_turn, 0
+        self._end = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
+        self.before_turn(self.turns)
+        self.turns += 1
+        out = []
+        for prompt in prompts:
+            listed = self.chat.tokenizer.decode(list(prompt)).rsplit("Admissible actions: ", 1)[1]
+            action = re.split(r"[,.<\n]", listed, maxsplit=1)[0].strip()
+            ids = [*self.chat.tokenizer.encode(format_response(action), add_special_tokens=False), self._end]
+            out.append(Generation(ids, [0.0] * len(ids), "stop"))
+        return out
+
+    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
+        raise NotImplementedError
+
+    @property
+    def weights_version(self) -> int:
+        return 0
+
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        return (self._end,)
+
+    @property
+    def max_positions(self) -> int:
+        return 8192
+
+
+def test_an_env_worker_killed_mid_play_loses_its_running_episodes_as_env_lost(gateway, zoo):
+    """The gateway's one env worker process is SIGKILLed between two turns: the gateway replaces it,
+    every episode still running answers its next step with 410, and the agent loop reports each as
+    ``env_lost``, the reason the pool plays a chunk again for (with its seeds: the replay below)."""
+    chat = ChatFormat(load_tokenizer("student", zoo))
+    before = gateway_health(gateway)
+    (env_worker,) = before["worker_pids"]
+
+    def kill_before_turn_2(turn: int) -> None:
+        if turn == 2:
+            os.kill(env_worker, signal.SIGKILL)
+
+    async def go(engine: GenerationEngine) -> tuple[list[Trajectory], list[EpisodeFailure]]:
+        async with EnvGatewayClient(gateway.url) as env:
+            return await play_episodes(engine, chat, env, TASKS, 4, 1.0, 48, seed=5)
+
+    undisturbed, none = asyncio.run(go(FirstActionEngine(chat)))
+    assert none == [] and all(turn.accepted for t in undisturbed for turn in t.turns)
+    running = [i for i, t in enumerate(undisturbed) if len(t.turns) > 2]
+    assert running  # else the kill would lose nothing
+    trajectories, failures = asyncio.run(go(FirstActionEngine(chat, kill_before_turn_2)))
+    assert [f.task for f in failures] == [TASKS[i] for i in running]
+    assert {f.reason for f in failures} == {"env_lost"}
+    assert all("step at turn 2: EpisodeLostError" in f.error for f in failures)
+    finished = [t for t in undisturbed if len(t.turns) <= 2]  # won before the kill: nothing lost
+    assert [t.token_ids for t in trajectories] == [t.token_ids for t in finished]
+    after = gateway_health(gateway)
+    assert after["worker_restarts"] == before["worker_restarts"] + 1 and after["worker_pids"] != [env_worker]
+    # every episode deleted, the lost ones too (earlier tests' killed workers may have left theirs)
+    assert after["active_episodes"] <= before["active_episodes"]
+
+    # what the pool does with them: the same tasks and seed again give the undisturbed play
+    again, none = asyncio.run(go(FirstActionEngine(chat)))
+    assert none == [] and [t.token_ids for t in again] == [t.token_ids for t in undisturbed]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 
 from services.agent.chat_format import ChatFormat
@@ -21,17 +22,18 @@ from services.contracts.trajectory import Trajectory
 from services.env_gateway.episode_errors import EngineError, EpisodeLostError
 from services.errors import InputError, NotFoundError
 from services.models.loading import load_tokenizer
-from services.rollout_worker.agent_loop import play_episode_outcomes, play_episodes
+from services.rollout_worker.agent_loop import failure_reason, play_episode_outcomes, play_episodes
 from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams, make_engine
 from services.rollout_worker.episode_text import first_user_message
 
 ADMISSIBLE = ["go to a", "go to b", "look"]
 LOST_SEED = 13  # stepping this game loses the episode (as when an env worker dies)
 BROKEN_SEED = 77  # creating this game fails
+CRASH_SEED = 31  # the game raises on a step (the environment's own failure)
 
 
 class FakeGateway:
-    """Game N: 'go to b' wins; a step of game LOST_SEED raises EpisodeLostError."""
+    """Game N: 'go to b' wins; a step of game LOST_SEED raises EpisodeLostError, of CRASH_SEED EngineError."""
 
     def __init__(self) -> None:
         self.steps: list[tuple[str, str]] = []
@@ -57,6 +59,8 @@ class FakeGateway:
         await asyncio.sleep(0)
         if episode_id.startswith(f"ep-{LOST_SEED}-"):
             raise EpisodeLostError("env worker died")
+        if episode_id.startswith(f"ep-{CRASH_SEED}-"):
+            raise EngineError("env gateway answered HTTP 500: the game raised on 'go to a'")
         self.steps.append((episode_id, action))
         turn = sum(1 for e, _ in self.steps if e == episode_id)
         won = action == "go to b"
@@ -266,20 +270,29 @@ def test_a_task_whose_first_prompt_leaves_no_room_plays_no_turn(chat):
 
 
 def test_env_errors_lose_one_episode_each_and_the_rest_play_on(chat):
-    script = {s: [call("go to a"), call("go to b")] for s in (0, LOST_SEED, BROKEN_SEED)}
+    seeds = [0, LOST_SEED, BROKEN_SEED, CRASH_SEED]
+    script = {s: [call("go to a"), call("go to b")] for s in seeds}
     env = FakeGateway()
     outcomes = asyncio.run(
-        play_episode_outcomes(
-            ScriptedEngine(chat, script), chat, env, tasks_of([0, LOST_SEED, BROKEN_SEED]), 4, 1.0, 16, 0
-        )
+        play_episode_outcomes(ScriptedEngine(chat, script), chat, env, tasks_of(seeds), 4, 1.0, 16, 0)
     )
-    played, lost, broken = outcomes
+    played, lost, broken, crashed = outcomes
     assert isinstance(played, Trajectory) and played.success
     assert not isinstance(lost, Trajectory) and lost.task.seed == LOST_SEED
     assert "EpisodeLostError" in lost.error and lost.worker == "local"
     assert not isinstance(broken, Trajectory) and broken.task.seed == BROKEN_SEED
     assert "EngineError" in broken.error
+    assert not isinstance(crashed, Trajectory) and "step at turn 0: EngineError" in crashed.error
+    # only the episode the gateway lost is played again by the pool; the game's own failures stay failures
+    assert (lost.reason, broken.reason, crashed.reason) == ("env_lost", "play", "play")
     assert sorted(env.deleted) == sorted(env.created)  # the lost episode is deleted too
+
+
+def test_only_a_lost_episode_is_env_lost():
+    assert failure_reason(EpisodeLostError("its env worker died")) == "env_lost"
+    for error in (EngineError("the game raised"), InputError("illegal action"), NotFoundError("expired")):
+        assert failure_reason(error) == "play"
+    assert failure_reason(httpx.ConnectError("refused")) == "play"
 
 
 def test_same_seed_replays_the_same_trajectories(student, chat):

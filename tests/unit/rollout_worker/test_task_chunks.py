@@ -5,7 +5,13 @@ import pytest
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError
-from services.rollout_worker.task_chunks import chunk_count, depth_chunks, merge_results, split_even
+from services.rollout_worker.task_chunks import (
+    chunk_count,
+    depth_chunks,
+    lost_episodes,
+    merge_results,
+    split_even,
+)
 
 
 def test_even_split_covers_every_task_once():
@@ -78,3 +84,19 @@ def test_depth_chunks_cut_each_sources_run_like_a_whole_list():
         (range(7, 9), 30),
     ]
     assert depth_chunks([8] * 4 + [3] * 2, 2, 3) == [(range(0, 2), 8), (range(2, 4), 8), (range(4, 6), 3)]
+
+
+def test_a_chunk_is_played_again_for_episodes_the_gateway_lost_not_for_the_games_own_failures():
+    crashed = EpisodeFailure(task=task(1), error="step at turn 2: EngineError: the game raised", worker="w")
+    lost = EpisodeFailure(
+        task=task(2), error="step at turn 1: EpisodeLostError", worker="w", reason="env_lost"
+    )
+    result = chunk_result([0, 1, 2], played=[0], lost=[])
+    game_failed = result.model_copy(update={"failures": [crashed]})
+    worker_died = result.model_copy(update={"failures": [crashed, lost]})
+    assert lost_episodes(result, gateway_switched=False) == []
+    assert lost_episodes(game_failed, gateway_switched=False) == []  # kept, with its reason
+    assert lost_episodes(worker_died, gateway_switched=False) == [lost]
+    # across a gateway switch every failure may be the old gateway's doing
+    assert lost_episodes(game_failed, gateway_switched=True) == [crashed]
+    assert lost_episodes(result, gateway_switched=True) == []
