@@ -2,6 +2,9 @@
 hands its trajectories over in two chunks, a teacher whose scores follow from the tokens, a learner,
 and an in-memory store for the real controller service."""
 
+import asyncio
+import dataclasses
+
 import numpy as np
 
 from services.contracts.controller import ProbeStats, StepDecision, StepPlan
@@ -12,6 +15,12 @@ from services.contracts.rollout import EpisodeTask, RolloutResult
 from services.contracts.teacher import TeacherContext
 from services.contracts.trajectory import Trajectory, TurnRecord
 from services.controller.store import StateStore
+from services.orchestrator.busy_time import PoolActivity
+from services.orchestrator.dispatcher import Dispatcher
+from services.orchestrator.planner import Planner
+from services.orchestrator.run_plan import LoopSettings
+from services.orchestrator.source_mix import StepSources
+from services.orchestrator.step_loop import StepLoop
 from services.teacher_scorer.engine import RowScores
 from services.teacher_scorer.validation import SequenceTooLongError
 
@@ -168,3 +177,25 @@ class MemoryStore(StateStore):
 
     def ping(self):
         pass
+
+
+def step_loop(
+    settings, start, controller, pool, teacher, tasks_of, evaluate=lambda step, s: None, steps=None
+):
+    """The driver's step loop over the given services, from ``start`` to ``steps`` (default: the
+    settings'), with the parts `turnopd train` gives it."""
+    plan = LoopSettings.of(settings)
+    if steps is not None:
+        plan = dataclasses.replace(plan, steps=steps, evals=dataclasses.replace(plan.evals, last_step=steps))
+    planner = Planner(controller, StepSources.of(settings), plan.staleness)
+    dispatcher = Dispatcher(plan.play, pool, teacher, PoolActivity())
+    return StepLoop(plan, start, planner, dispatcher, tasks_of, evaluate, lambda ref: f"own-{ref}")
+
+
+def run_step(k, tasks, settings, controller, pool, teacher, learner, cumulative_s):
+    """Step k alone, as the loop runs it after step k-1: its outcome."""
+    outcomes = []
+    loop = step_loop(settings, k - 1, controller, pool, teacher, lambda j: tasks, steps=k)
+    asyncio.run(loop.run(learner, cumulative_s, outcomes.append))
+    (outcome,) = outcomes
+    return outcome

@@ -1,5 +1,7 @@
-"""Periodic validation during training: Avg@n on each task source's validation split with the
+"""The evaluator part of the step loop: Avg@n on each task source's validation split with the
 current weights (one source: ``[rollout] env`` on ``[eval] split``)."""
+
+from dataclasses import dataclass
 
 from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
 from services.contracts.orchestrator import EvalRecord
@@ -7,7 +9,28 @@ from services.rollout_worker.evaluation import eval_report, eval_tasks
 from services.rollout_worker.pool import RolloutPool
 from services.rollout_worker.seeds import derive_seed
 from services.settings.task_mix import TaskSource
-from services.settings.tree import TurnOPDSettings
+from services.settings.tree import EvalSettings, TurnOPDSettings
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """The evaluator's piece of the settings."""
+
+    eval: EvalSettings
+    sources: tuple[TaskSource, ...]
+    multi_source: bool  # [[sources]] set: each record names its env, each source its own format
+    student: str  # the model the reports name
+    chunk_episodes: int  # [rollout_worker] eval_chunk_episodes
+
+    @classmethod
+    def of(cls, settings: TurnOPDSettings, sources: tuple[TaskSource, ...]) -> "EvalPlan":
+        return cls(
+            settings.eval,
+            sources,
+            bool(settings.sources),
+            settings.models.student,
+            settings.rollout_worker.eval_chunk_episodes,
+        )
 
 
 def eval_task_types(source: TaskSource) -> list[str]:
@@ -18,28 +41,27 @@ def eval_task_types(source: TaskSource) -> list[str]:
 
 
 def evaluate(
-    pool: RolloutPool, settings: TurnOPDSettings, step: int, weights_version: int, cumulative_s: float
+    pool: RolloutPool, plan: EvalPlan, step: int, weights_version: int, cumulative_s: float
 ) -> list[EvalRecord]:
     """Every source's validation: its fixed games (``eval.seed``) ``val_n`` times each, Avg@n per
     task type; a record per source (``env`` set in a multi-environment run)."""
     return [
-        evaluate_source(pool, settings, source, step, weights_version, cumulative_s)
-        for source in settings.task_sources()
+        evaluate_source(pool, plan, source, step, weights_version, cumulative_s) for source in plan.sources
     ]
 
 
 def evaluate_source(
     pool: RolloutPool,
-    settings: TurnOPDSettings,
+    plan: EvalPlan,
     source: TaskSource,
     step: int,
     weights_version: int,
     cumulative_s: float,
 ) -> EvalRecord:
-    cfg = settings.eval
+    cfg = plan.eval
     types = eval_task_types(source)
     tasks = eval_tasks(source.env, source.eval_split, cfg.episodes, cfg.val_n, cfg.seed, types)
-    if settings.sources:  # each source in its own observation format
+    if plan.multi_source:  # each source in its own observation format
         tasks = [t.model_copy(update={"task_reminder": source.task_reminder}) for t in tasks]
     result = pool.play(
         tasks,
@@ -50,12 +72,12 @@ def evaluate_source(
         # as `turnopd eval` plays them: the same batches give the same greedy games as a shipped
         # manifest's measurement, and small batches keep long contexts cheap (one 30-episode batch
         # per worker pads every prompt to the longest and took twice as long on the demo)
-        chunk_size=settings.rollout_worker.eval_chunk_episodes,
+        chunk_size=plan.chunk_episodes,
     )
     report = eval_report(
         tasks,
         result,
-        model=settings.models.student,
+        model=plan.student,
         n=cfg.val_n,
         temperature=cfg.val_temperature,
         max_turns=source.max_turns,
@@ -71,5 +93,5 @@ def evaluate_source(
         success_rate=report.success_rate,
         avg_at_n=report.avg_at_n,
         per_task_type={t: s.avg_at_n for t, s in report.per_task_type.items()},
-        env=source.env if settings.sources else None,
+        env=source.env if plan.multi_source else None,
     )

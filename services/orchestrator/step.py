@@ -1,25 +1,18 @@
-"""One synchronous TurnOPD step: plan -> rollouts -> teacher scores -> learner update -> controller ingest;
-and the pieces the overlapped pipeline (``pipeline.py``, ``[pipeline] max_staleness`` >= 1) shares with it.
-
-With ``[pipeline] stream_teacher`` the teacher scores each rollout chunk as soon as the pool hands it
-over, while the step's other chunks still play; the learner still gets the whole batch, in the same
-order.
+"""The pieces of one TurnOPD step the step loop (``step_loop.py``) puts together: what a step
+played and trains on, the trajectories it drops, its metrics line and its time split.
 
 Every task is played within its teacher's limit (asked before the step). A trajectory that still
 cannot be scored or trained on (no response fit at all; longer than a teacher restarted mid-step
 now takes) is dropped from the step: it becomes a failed episode with its reason
 (``EpisodeFailure.reason``), logged once with its task, and the loss weights are computed without
 it. A step with nothing left to train on stops the run (``NoTrajectoriesError``).
-
-Every collaborator is passed in (controller client, rollout pool, teacher client, learner), so the
-same function runs on the embedded default and on a cluster.
 """
 
+import dataclasses
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,26 +23,10 @@ from services.contracts.records import TurnStatsRecord
 from services.contracts.rollout import EpisodeFailure, EpisodeTask, FailureReason, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError, TurnOPDError
-from services.orchestrator.busy_time import (
-    Interval,
-    PoolActivity,
-    busy_seconds,
-    overlap_seconds,
-    shared_seconds,
-)
-from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources, mixed_learner_batch
-from services.orchestrator.step_data import TeacherScores, has_supervised_tokens, supervised_trajectories
-from services.orchestrator.teacher_scores import (
-    Scored,
-    ScoreStream,
-    TeacherLimits,
-    Teachers,
-    Unscored,
-    limit_of,
-    score_after_rollouts,
-    teacher_limits,
-)
-from services.settings.tree import TurnOPDSettings
+from services.orchestrator.busy_time import Interval, overlap_seconds
+from services.orchestrator.source_mix import SourceBatch
+from services.orchestrator.step_data import TeacherScores, has_supervised_tokens
+from services.orchestrator.teacher_scores import Scored, TeacherLimits, Unscored, limit_of
 
 log = logging.getLogger(__name__)
 
@@ -100,44 +77,9 @@ class Played:
     rollout: RolloutResult
     supervised: list[Trajectory]
     scores: list[TeacherScores]
-    rollouts_done: float  # perf_counter when the pool returned
+    rollouts_started: float  # perf_counter when the pool began playing
+    rollouts_done: float  # when it returned
     teacher_intervals: list[Interval]  # when each teacher request was in flight
-
-
-def play_and_score(
-    k: int,
-    tasks: list[EpisodeTask],
-    depths: int | Sequence[int],
-    weights_version: int,
-    settings: TurnOPDSettings,
-    pool: RolloutPoolLike,
-    teacher: Teachers,
-    activity: PoolActivity | None = None,
-) -> Played:
-    """Play step k's tasks (``depths``: the turn cap of all, or of each) with ``weights_version`` and
-    score them, each by its source's teacher: after the rollouts, or streamed while they play.
-
-    ``activity``: where the rollout pool's and the teacher's work is also marked as it happens.
-    """
-    temperature, top_k = settings.rollout.temperature, settings.distill.distill_topk
-    limits = teacher_limits(teacher)  # each step: a teacher restarted with a new limit counts from now
-    tasks = tasks_within(tasks, limits)
-    rollout_busy = nullcontext() if activity is None else activity.busy("rollout")
-    if not settings.pipeline.stream_teacher:
-        with rollout_busy:
-            rollout = pool.play(tasks, depths, temperature, weights_version)
-        done = _played(k, tasks, rollout)
-        supervised = supervised_trajectories(rollout.trajectories)
-        scored, intervals = score_after_rollouts(teacher, supervised, top_k, activity, limits)
-        return trained_part(k, tasks, Played(rollout, supervised, [], done, intervals), scored, settings)
-    with ScoreStream(teacher, top_k, activity, limits) as stream:
-        with rollout_busy:
-            rollout = pool.play(tasks, depths, temperature, weights_version, on_result=stream.submit)
-        done = _played(k, tasks, rollout)
-        supervised = supervised_trajectories(rollout.trajectories)
-        scored = stream.collect(supervised)
-    played = Played(rollout, supervised, [], done, stream.intervals)
-    return trained_part(k, tasks, played, scored, settings)
 
 
 def tasks_within(tasks: Sequence[EpisodeTask], limits: TeacherLimits) -> list[EpisodeTask]:
@@ -149,7 +91,7 @@ def tasks_within(tasks: Sequence[EpisodeTask], limits: TeacherLimits) -> list[Ep
     return out
 
 
-def _played(k: int, tasks: list[EpisodeTask], rollout: RolloutResult) -> float:
+def played_at(k: int, tasks: Sequence[EpisodeTask], rollout: RolloutResult) -> float:
     """When the rollouts ended; NoTrajectoriesError if no episode was played."""
     if not rollout.trajectories:
         raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
@@ -157,7 +99,7 @@ def _played(k: int, tasks: list[EpisodeTask], rollout: RolloutResult) -> float:
 
 
 def trained_part(
-    k: int, tasks: Sequence[EpisodeTask], played: Played, scored: Sequence[Scored], settings: TurnOPDSettings
+    k: int, tasks: Sequence[EpisodeTask], played: Played, scored: Sequence[Scored], max_new_tokens: int
 ) -> Played:
     """``played`` without the trajectories that cannot be trained on: those without a response (no
     turn fit their limit) and those their teacher left ``Unscored``. Each becomes a failed episode
@@ -181,7 +123,7 @@ def trained_part(
         if isinstance(answer, Unscored):
             reason, error = "too_long", answer.reason
         else:
-            reason, error = "no_response", _no_response_text(tr, task, settings.models.max_new_tokens)
+            reason, error = "no_response", _no_response_text(tr, task, max_new_tokens)
         log.warning(
             "step %d: dropped episode %s (%s): %s; task %s",
             k,
@@ -192,7 +134,7 @@ def trained_part(
         )
         dropped.append(EpisodeFailure(task=task, error=error, worker=rollout.worker, reason=reason))
     if not dropped:
-        return Played(rollout, played.supervised, scores, played.rollouts_done, played.teacher_intervals)
+        return dataclasses.replace(played, scores=scores)
     failures = [*rollout.failures, *dropped]
     if not kept:
         counts = ", ".join(f"{n} {why}" for why, n in Counter(f.reason for f in failures).items())
@@ -210,7 +152,7 @@ def trained_part(
         wall_s=rollout.wall_s,
         task_indices=indices,
     )
-    return Played(trimmed, trajectories, scores, played.rollouts_done, played.teacher_intervals)
+    return dataclasses.replace(played, rollout=trimmed, supervised=trajectories, scores=scores)
 
 
 def _task_of(rollout: RolloutResult, tasks: Sequence[EpisodeTask], i: int) -> EpisodeTask:
@@ -230,58 +172,9 @@ def _no_response_text(trajectory: Trajectory, task: EpisodeTask, max_new_tokens:
     )
 
 
-def run_step(
-    k: int,
-    tasks: list[EpisodeTask],
-    settings: TurnOPDSettings,
-    controller: ControllerLike,
-    pool: RolloutPoolLike,
-    teacher: Teachers,
-    learner: LearnerLike,
-    cumulative_s: float,
-    sources: StepSources | None = None,
-) -> StepOutcome:
-    """Run optimizer step k end to end and return what to log (``sources``: the run's task sources,
-    each planned, scored and ingested by its own controller and teacher; default: the settings')."""
-    sources = sources or StepSources.of(settings)
-    t0 = time.perf_counter()
-    plans = sources.plans(controller, k)
-    t1 = time.perf_counter()
-    played = play_and_score(
-        k, tasks, sources.depths(plans, tasks), plans[0].weights_version, settings, pool, teacher
-    )
-    rollout, t2 = played.rollout, played.rollouts_done
-    parts = sources.parts(plans, played.supervised, played.scores)
-    batch = mixed_learner_batch(k, parts)
-    t3 = time.perf_counter()
-    result, weights_ref = learner.step(batch)
-    t4 = time.perf_counter()
-    pool.publish_weights(weights_ref, result.weights_version)
-    records = sources.turn_stats(result.turn_stats, parts)
-    decisions = sources.ingest(controller, k, parts, records)
-    t5 = time.perf_counter()
-    busy = {"rollout": [(t1, t2)], "teacher": played.teacher_intervals, "learner": [(t3, t4)]}
-    times = StepTimes(
-        rollout_s=t2 - t1,
-        teacher_s=t3 - t2,
-        learner_s=t4 - t3,
-        other_s=(t1 - t0) + (t5 - t4),
-        total_s=t5 - t0,
-        teacher_busy_s=busy_seconds(played.teacher_intervals),
-        teacher_overlap_s=overlap_seconds(played.teacher_intervals, (t1, t2)),
-        rollout_busy_s=t2 - t1,
-        learner_busy_s=t4 - t3,
-        overlap_s=shared_seconds(busy.values(), (t0, t5)),
-    )
-    metrics = step_metrics(settings, parts, decisions, result, rollout, times, cumulative_s)
-    return StepOutcome(
-        plan=plans[0], decision=decisions[0], result=result, metrics=metrics,
-        decisions=tuple(decisions), turn_stats=tuple(records),
-    )  # fmt: skip
-
-
 def step_metrics(
-    settings: TurnOPDSettings,
+    method: str,
+    multi_source: bool,
     parts: Sequence[SourceBatch],
     decisions: Sequence[StepDecision],
     result: LearnerStepResult,
@@ -290,12 +183,13 @@ def step_metrics(
     cumulative_s: float,
 ) -> StepMetrics:
     """The ``metrics.jsonl`` line of the step; ``cumulative_s`` is the sum of the steps before. The
-    controller's fields are the first source's; a multi-source step lists every source's in ``sources``."""
+    controller's fields are the first source's; a multi-source step lists every source's in
+    ``sources``."""
     trajs = rollout.trajectories
     plan, decision = parts[0].plan, decisions[0]
     return StepMetrics(
         step=plan.step,
-        method=settings.run.method,
+        method=method,
         probe=plan.probe,
         h_roll=plan.h_roll,
         h_hat=plan.h_hat,
@@ -320,7 +214,7 @@ def step_metrics(
         weights_lag=plan.step - 1 - plan.weights_version,
         times=times,
         cumulative_s=cumulative_s + times.total_s,
-        sources=source_metrics(parts, decisions, rollout) if settings.sources else None,
+        sources=source_metrics(parts, decisions, rollout) if multi_source else None,
     )
 
 
@@ -352,38 +246,44 @@ def source_metrics(
     return out
 
 
-def overlapped_times(
+def step_times(
     window: Interval,
     took: float,
     learned: float,
     played: Played,
-    played_from: float,
     ready: float,
     busy: dict[str, float],
     shared: float,
+    evaluations: Sequence[Interval] = (),
 ) -> StepTimes:
-    """The time split of an overlapped step (``[pipeline] max_staleness`` >= 1), from the learner's side.
+    """The time split of a step, from the learner's side, at any ``[pipeline] max_staleness``.
 
     ``window`` runs from when the learner began waiting for the step's batch to when the step was
     ingested; the batch came at ``took`` and the update ended at ``learned``. The wait counts as
-    rollout while the step's rollouts (``played_from`` .. ``played.rollouts_done``) still played,
-    as teacher until the batch was ready (``ready``), and as other for the rest (e.g. a plan
-    waiting on the controller); so the phases add up to ``total_s``, as in the synchronous step.
-    ``busy``: each pool's busy seconds within ``window`` (any step's work); ``shared``: the
-    seconds two or more were busy at once.
+    rollout while the step's rollouts still played,
+    as teacher until the batch was ready (``ready``), and as other for the rest (a publish, a plan
+    waiting on the controller); so the phases add up to ``total_s``. An evaluation the learner
+    waited on (``evaluations``) is not the step's time: it is left out of ``total_s`` (and so of
+    ``cumulative_s``), as it is of a synchronous step. ``busy``: each pool's busy seconds within
+    ``window`` (any step's work, an evaluation's too); ``shared``: the seconds two or more were
+    busy at once.
     """
     waiting = (window[0], took)
-    rollout_s = overlap_seconds([(played_from, played.rollouts_done)], waiting)
+    rollout_s = overlap_seconds([(played.rollouts_started, played.rollouts_done)], waiting)
     teacher_s = overlap_seconds([(played.rollouts_done, ready)], waiting)
-    learner_s, total_s = learned - took, window[1] - window[0]
+    evaluating_s = overlap_seconds(evaluations, waiting)
+    learner_s = learned - took
+    total_s = max(window[1] - window[0] - evaluating_s, rollout_s + teacher_s + learner_s)
     return StepTimes(
         rollout_s=rollout_s,
         teacher_s=teacher_s,
         learner_s=learner_s,
-        other_s=max(0.0, total_s - rollout_s - teacher_s - learner_s),
+        other_s=total_s - rollout_s - teacher_s - learner_s,
         total_s=total_s,
         teacher_busy_s=busy["teacher"],
-        teacher_overlap_s=overlap_seconds(played.teacher_intervals, (played_from, played.rollouts_done)),
+        teacher_overlap_s=overlap_seconds(
+            played.teacher_intervals, (played.rollouts_started, played.rollouts_done)
+        ),
         rollout_busy_s=busy["rollout"],
         learner_busy_s=busy["learner"],
         overlap_s=shared,

@@ -1,17 +1,18 @@
-"""The overlapped pipeline (``[pipeline] max_staleness`` >= 1) over fake services and the real controller
-service: which weights each step plays, when versions are published and evaluated, what is logged."""
+"""The driver's step loop at ``[pipeline] max_staleness`` >= 1 (and its s = 0 schedule) over fake services
+and the real controller service: which weights each step plays, when versions are published and
+evaluated, what is logged."""
 
+import asyncio
 import threading
 import time
 
 import pytest
-from step_fakes import TOP_K, FakeLearner, FakePool, FakeTeacher, MemoryStore
+from step_fakes import TOP_K, FakeLearner, FakePool, FakeTeacher, MemoryStore, step_loop
 
 from services.contracts.controller import ProbeStats
 from services.contracts.rollout import EpisodeTask
 from services.controller.actor import ControllerService
 from services.controller.replay import replay
-from services.orchestrator.pipeline import OverlappedSteps
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step import NoTrajectoriesError
 from services.settings.tree import TurnOPDSettings
@@ -89,9 +90,11 @@ def lanes_over(s, pool, start=0, controller=None, evals=None):
     def evaluate(step, cumulative_s):
         evals.append((step, pool.weights_version, cumulative_s))
 
-    return controller, OverlappedSteps(
-        s, start, controller, pool, FakeTeacher(), tasks_of, evaluate, lambda ref: f"own-{ref}"
-    )
+    return controller, step_loop(s, start, controller, pool, FakeTeacher(), tasks_of, evaluate)
+
+
+def drive(lanes, learner, cumulative_s, record, boundary=lambda _: None):
+    asyncio.run(lanes.run(learner, cumulative_s, record, boundary))
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -100,7 +103,7 @@ def test_staleness_1_plays_step_j_with_version_j_minus_2_and_logs_every_step_in_
     s = settings(stream=stream)
     pool, learner = LanePool(events), LaneLearner(events)
     controller, lanes = lanes_over(s, pool, evals=evals)
-    lanes.run(lambda: learner, 10.0, outcomes.append)
+    drive(lanes, learner, 10.0, outcomes.append)
 
     assert [(j, v) for kind, j, v in events if kind == "play"] == [
         (1, 0),
@@ -139,7 +142,7 @@ def test_the_rollouts_of_step_k_plus_1_play_while_the_learner_trains_step_k():
     events, outcomes = [], []
     pool = LanePool(events, slow={j: 0.15 for j in range(1, 7)})
     _, lanes = lanes_over(settings(steps=4, staleness=1), pool, evals=[])
-    lanes.run(lambda: LaneLearner(events, seconds=0.6), 0.0, outcomes.append)
+    drive(lanes, LaneLearner(events, seconds=0.6), 0.0, outcomes.append)
     assert events.index(("play", 2, 0)) < events.index(("learned", 1, None))
     assert events.index(("play", 3, 1)) < events.index(("learned", 2, None))
     for m in (o.metrics for o in outcomes[1:3]):
@@ -152,7 +155,7 @@ def test_staleness_2_lets_the_rollouts_run_two_versions_ahead():
     events, outcomes = [], []
     pool = LanePool(events)
     _, lanes = lanes_over(settings(steps=5, staleness=2), pool, evals=[])
-    lanes.run(lambda: LaneLearner(events), 0.0, outcomes.append)
+    drive(lanes, LaneLearner(events), 0.0, outcomes.append)
     assert [(j, v) for kind, j, v in events if kind == "play"] == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 2)]
     assert [o.decision.planned_from for o in outcomes] == [0, 0, 0, 1, 2]
     assert [o.metrics.weights_lag for o in outcomes] == [0, 1, 2, 2, 2]
@@ -169,7 +172,7 @@ def test_a_resumed_run_plays_the_first_steps_with_the_checkpoints_weights():
     events, outcomes = [], []
     pool = LanePool(events, version=3)
     _, lanes = lanes_over(s, pool, start=3, controller=controller, evals=[])
-    lanes.run(lambda: LaneLearner(events), 30.0, outcomes.append)
+    drive(lanes, LaneLearner(events), 30.0, outcomes.append)
     assert [(j, v) for kind, j, v in events if kind == "play"] == [(4, 3), (5, 3), (6, 4)]
     assert [o.metrics.weights_lag for o in outcomes] == [0, 1, 1]  # below the bound, never above
     assert [o.plan.h_hat for o in outcomes[:2]] == [p.h_hat for p in before]  # the same plans as before
@@ -189,7 +192,7 @@ def test_weights_not_yet_published_are_copied_before_a_learner_closes():
             lanes.own_weights()
             step_3_may_end.set()
 
-    lanes.run(lambda: LaneLearner(events), 0.0, on_step)
+    drive(lanes, LaneLearner(events), 0.0, on_step)
     assert pool.published == [("weights-1", 1), ("own-weights-2", 2), ("weights-3", 3), ("weights-4", 4)]
 
 
@@ -197,32 +200,59 @@ def test_a_failed_rollout_stops_the_learner_lane_after_the_steps_before_it():
     outcomes = []
     _, lanes = lanes_over(settings(), LanePool([], empty_at=3), evals=[])
     with pytest.raises(NoTrajectoriesError, match="step 3: all 4 episodes failed"):
-        lanes.run(lambda: LaneLearner([]), 0.0, outcomes.append)
+        drive(lanes, LaneLearner([]), 0.0, outcomes.append)
     assert [o.metrics.step for o in outcomes] == [1, 2]
 
 
 def test_a_batch_handed_over_before_the_rollout_lane_failed_is_still_learned():
     """The race a clean clone once lost: step 3's rollout fails before the learner lane has taken
-    step 2's batch (here: step 1's callback waits for the failure). Step 2 was played in full, so
+    step 2's batch (here: step 1's boundary waits for the failure). Step 2 was played in full, so
     it is learned; only then does the failure stop the run."""
-    outcomes = []
+    outcomes, waited = [], []
     _, lanes = lanes_over(settings(), LanePool([], empty_at=3), evals=[])
 
-    def on_step(outcome):
-        outcomes.append(outcome)
+    def boundary(step):
         deadline = time.monotonic() + 10
-        while outcome.metrics.step == 1 and lanes._failure is None and time.monotonic() < deadline:
+        while step == 1 and lanes._failure is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert lanes._failure is not None or outcome.metrics.step != 1
+        waited.append((step, lanes._failure is not None))
 
     with pytest.raises(NoTrajectoriesError, match="step 3: all 4 episodes failed"):
-        lanes.run(lambda: LaneLearner([]), 0.0, on_step)
+        drive(lanes, LaneLearner([]), 0.0, outcomes.append, boundary)
+    assert waited[0] == (1, True)  # step 3 had failed before step 2's batch was taken
     assert [o.metrics.step for o in outcomes] == [1, 2]
 
 
 def test_a_failed_update_stops_the_rollout_lane():
     _, lanes = lanes_over(settings(), LanePool([]), evals=[])
     with pytest.raises(RuntimeError, match="learner broke at step 2"):
-        lanes.run(lambda: LaneLearner([], fail_at=2), 0.0, lambda outcome: None)
-    lanes._thread.join(timeout=5)
-    assert not lanes._thread.is_alive()
+        drive(lanes, LaneLearner([], fail_at=2), 0.0, lambda outcome: None)
+    assert lanes.rollout_lane is not None and lanes.rollout_lane.done()
+
+
+def test_staleness_0_is_the_synchronous_step_on_the_same_loop():
+    """Each step plays with the weights of the step before, after that step is learned and ingested;
+    the evaluation between steps runs on exactly the weights it names and is not the next step's time."""
+    events, evals, outcomes = [], [], []
+    s = settings(staleness=0)
+    pool, learner = LanePool(events), LaneLearner(events)
+    controller = ControllerService(s.for_controller(), "r", MemoryStore())
+
+    def evaluate(step, cumulative_s):
+        time.sleep(0.5)
+        evals.append((step, pool.weights_version, cumulative_s))
+
+    lanes = step_loop(s, 0, controller, pool, FakeTeacher(), tasks_of, evaluate)
+    drive(lanes, learner, 0.0, outcomes.append)
+    assert [(j, v) for kind, j, v in events if kind == "play"] == [(j, j - 1) for j in range(1, 7)]
+    for j in range(1, 6):  # strictly one after the other
+        assert events.index(("learned", j, None)) < events.index(("play", j + 1, j))
+    assert pool.published == [(f"weights-{v}", v) for v in range(1, 7)]
+    assert [(step, held) for step, held, _ in evals] == [(3, 3), (6, 6)]
+    metrics = [o.metrics for o in outcomes]
+    assert [m.weights_lag for m in metrics] == [0] * 6
+    assert metrics[3].times.total_s < 0.25  # step 4 waited out the 0.5 s evaluation after step 3
+    assert evals[0][2] == pytest.approx(metrics[2].cumulative_s)
+    decisions = [o.decision for o in outcomes]
+    probes = {o.metrics.step: probe_stats(o.result.turn_stats) for o in outcomes if o.plan.probe}
+    assert decisions == list(replay(probes, 6, s.depth, lag=0)) == controller.decisions()

@@ -10,6 +10,7 @@ from step_fakes import FakePool
 
 from services.errors import InputError
 from services.orchestrator import pipeline
+from services.orchestrator.source_mix import StepSources
 from services.run_dir import METRICS_FILE, RunDir
 from services.settings.tree import TurnOPDSettings
 
@@ -20,6 +21,9 @@ class Controller:
 
     def rewind(self, step, env=None):
         self.rewound.append((step, env))
+
+
+SOURCES = StepSources.of(TurnOPDSettings())
 
 
 def stack_resumed_at(step: int) -> SimpleNamespace:
@@ -41,7 +45,7 @@ def test_resume_publishes_the_checkpoint_the_learner_resumed_from_not_the_newest
     damaged = write_checkpoint(tmp_path, 4)
     (damaged / "model.safetensors").write_bytes(b"\x10\x00")  # the learner skipped it, resumed at 2
     stack = stack_resumed_at(2)
-    assert pipeline._resume(stack, run, last_logged=5, first_checkpoint=2) == 2
+    assert pipeline._resume(stack, run, SOURCES, last_logged=5, first_checkpoint=2) == 2
     [(weights, version)] = stack.pool.published
     assert version == 2 and torch.equal(weights["w"], torch.full((4,), 2.0))
     assert run.steps_logged() == [1, 2] and stack.controller.rewound == [(2, None)]
@@ -52,7 +56,7 @@ def test_resume_refuses_to_start_over_with_the_logs_intact(tmp_path, no_ray):
     write_metrics(tmp_path, range(1, 6))
     stack = stack_resumed_at(0)
     with pytest.raises(InputError, match=r"would start over at step 0 and erase the logs of steps 1\.\.5"):
-        pipeline._resume(stack, run, last_logged=5, first_checkpoint=2)
+        pipeline._resume(stack, run, SOURCES, last_logged=5, first_checkpoint=2)
     assert run.steps_logged() == [1, 2, 3, 4, 5] and stack.pool.published == []
 
 
@@ -60,7 +64,7 @@ def test_resume_from_step_0_before_any_checkpoint_cuts_the_logs_and_publishes_no
     run = RunDir(tmp_path)
     write_metrics(tmp_path, range(1, 2))
     stack = stack_resumed_at(0)
-    assert pipeline._resume(stack, run, last_logged=1, first_checkpoint=2) == 0
+    assert pipeline._resume(stack, run, SOURCES, last_logged=1, first_checkpoint=2) == 0
     assert run.steps_logged() == [] and stack.pool.published == []
 
 
