@@ -121,7 +121,7 @@ class ReplayEngine(GenerationEngine):
         answers = [self._answers[tuple(p)] for p in prompts]  # KeyError: the loop showed other text
         return [Generation(a, [0.0] * len(a), "stop") for a in answers]
 
-    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
+    def load_weights(self, state_dict: Mapping[str, object], version: int, *, rewind: bool = False) -> None:  # type: ignore[override]
         raise NotImplementedError
 
     @property

@@ -82,7 +82,7 @@ class FakePool:
             generated_tokens=sum(len(t.sampler_logprobs) for t in trajectories), wall_s=1.0,
         )  # fmt: skip
 
-    def publish_weights(self, weights_ref, version):
+    def publish_weights(self, weights_ref, version, rewind=False):
         self.published.append((weights_ref, version))
         self.weights_version = version
 

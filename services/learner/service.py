@@ -260,7 +260,8 @@ class Learner:
         self._closed = True
         if self._thread is not None:
             for inbox in self.inboxes:
-                inbox.put(LearnerStop())
+                with suppress(Exception):  # a lost mailbox: the ranks' reads fail and they stop anyway
+                    inbox.put(LearnerStop())
             self._thread.join(timeout=120)
         if ray.is_initialized():
             for actor in (self._worker, self.mailbox):

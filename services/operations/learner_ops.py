@@ -1,9 +1,14 @@
 """`learner`: the trainer, behind the lifecycle interface (``ManagedService``)."""
 
+import time
 from collections import Counter
+from contextlib import suppress
 
+import ray
+
+from services.cluster_capacity import missing_resources
 from services.contracts.operations import ServiceStatus
-from services.learner.service import Learner
+from services.learner.service import Learner, worker_resources
 from services.models.registry import resolve_model_dir
 from services.operations.learner_handle import LearnerHandle
 from services.operations.managed_service import Change, ManagedService, RunBrokenError, RunContext, started
@@ -15,6 +20,10 @@ from services.settings.tree import TurnOPDSettings
 
 class ResumeMismatchError(RunBrokenError):
     """A replaced learner did not resume at the completed step: going on would skip or repeat steps."""
+
+
+class LearnerUnplaceable(RunBrokenError):
+    """A lost learner cannot be restarted by the run: the cluster has no room for one."""
 
 
 class LearnerLostError(RunBrokenError):
@@ -67,6 +76,30 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
             raise  # a trainer with the old settings took over: reported, training goes on
         self.counts[self.kind] += 1
         return f"learner replaced; resumed from the checkpoint of step {step}"
+
+    def recover(self, capacity_wait_s: float = 30.0) -> int:
+        """Replace a trainer that was lost (a rank, its process, node or mailbox gone) by a new one
+        resuming from the latest checkpoint on disk; the step it resumed at. Its weights in the
+        object store went with it: the caller republishes the checkpoint's.
+
+        ``LearnerUnplaceable`` if the cluster has no room for it within ``capacity_wait_s`` (its
+        node is gone and no other has the learner's resources): nothing is started."""
+        handle = started(self.handle, self.kind)
+        with suppress(Exception):  # the lost trainer's own error is the one the run reports
+            handle.current.close()
+        needs, deadline = worker_resources(self.settings), time.monotonic() + capacity_wait_s
+        while short := missing_resources(ray.available_resources(), needs, self.settings.workers):
+            if time.monotonic() > deadline:
+                lacking = ", ".join(f"{name} {amount:g} more" for name, amount in sorted(short.items()))
+                raise LearnerUnplaceable(
+                    f"no room for a new learner of {self.settings.workers} worker(s) after "
+                    f"{capacity_wait_s:g} s: the cluster is short of {lacking}"
+                )
+            time.sleep(0.5)  # the lost trainer's resources come free as Ray notices its death
+        learner = self._learner(self.settings)
+        handle.attach(learner)
+        self.counts[self.kind] += 1
+        return learner.resumed_step
 
     def _resume(self, handle: LearnerHandle, settings: LearnerServiceSettings, step: int) -> None:
         learner = self._learner(settings)

@@ -36,6 +36,13 @@ class LiveRun:
             self.steps_done, self.last = metrics.step, metrics
         self.publish()
 
+    def rewound(self, step: int) -> None:
+        """The run went back to the checkpoint of ``step`` (a lost learner restarted from it)."""
+        with self._lock:
+            self.steps_done = step
+            if self.last is not None and self.last.step > step:
+                self.last = None
+
     def eval_done(self, record: EvalRecord) -> None:
         with self._lock:
             self.last_eval = record

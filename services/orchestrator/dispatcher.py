@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 
 from services.contracts.rollout import EpisodeTask, RolloutResult
-from services.orchestrator.blocking import blocking
+from services.orchestrator.blocking import OffLoop
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.run_plan import PlaySettings
 from services.orchestrator.scorer import StepScores
@@ -27,6 +27,7 @@ class Dispatcher:
         self.pool = pool
         self.teachers = teachers
         self.activity = activity
+        self.calls = OffLoop()  # the pool's calls: a play, a publish, an evaluation
 
     @property
     def weights_version(self) -> int:
@@ -50,7 +51,7 @@ class Dispatcher:
 
             started = time.perf_counter()
             with self.activity.busy("rollout"):
-                rollout = await blocking(
+                rollout = await self.calls.call(
                     self.pool.play,
                     tasks,
                     depths,

@@ -4,6 +4,7 @@ evaluation.
 """
 
 import asyncio
+import logging
 from collections.abc import Callable
 from contextlib import ExitStack
 
@@ -15,6 +16,7 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.rollout import EpisodeTask
 from services.learner.checkpoint import checkpoint_dir, drop_checkpoints_after
 from services.operations.controller_rebuilds import RebuildNotices
+from services.operations.learner_ops import LearnerUnplaceable
 from services.operations.live_status import LiveRun
 from services.operations.restart_loop import RestartLoop
 from services.operations.restarts import ServiceRestarts
@@ -23,6 +25,7 @@ from services.operations.stack import Stack, connect_ray, start_stack
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.dispatcher import Dispatcher
 from services.orchestrator.evaluation import EvalPlan, evaluate
+from services.orchestrator.learner_recovery import LearnerRecovery, initial_weights
 from services.orchestrator.metrics_exporter import MetricsExporter
 from services.orchestrator.planner import Planner
 from services.orchestrator.recorder import Recorder, RecordSettings
@@ -35,6 +38,7 @@ from services.orchestrator.training_metrics import TrainingMetrics
 from services.run_dir import EVAL_FILE, METRICS_FILE, RunDir
 from services.settings.tree import TurnOPDSettings
 
+log = logging.getLogger(__name__)
 StepCallback = Callable[[StepMetrics], None]
 EvalCallback = Callable[[EvalRecord], None]
 
@@ -48,6 +52,21 @@ def _resume(stack: Stack, run: RunDir, sources: StepSources, last_logged: int, f
     """Line the run up with the checkpoint the learner resumed from: logs, controller and rollout
     weights (refused where that would erase checkpointed steps: ``check_resumed``)."""
     start = stack.learner.resumed_step
+    line_up(stack, run, sources, start, last_logged, first_checkpoint)
+    return start
+
+
+def line_up(
+    stack: Stack,
+    run: RunDir,
+    sources: StepSources,
+    start: int,
+    last_logged: int,
+    first_checkpoint: int,
+    rewind: bool = False,
+) -> None:
+    """Cut the logs back to step ``start`` (the learner's checkpoint), rewind every source's
+    controller to it and publish its weights to the pool (``rewind``: the pool holds later ones)."""
     check_resumed(run.root, start, last_logged, first_checkpoint)
     run.truncate_after(start)
     for key in sources.keys:  # every source's controller
@@ -56,8 +75,9 @@ def _resume(stack: Stack, run: RunDir, sources: StepSources, last_logged: int, f
         from safetensors.torch import load_file
 
         weights = load_file(checkpoint_dir(run.root, start) / "model.safetensors")
-        stack.pool.publish_weights(ray.put(weights), start)
-    return start
+        stack.pool.publish_weights(ray.put(weights), start, rewind=rewind)
+    elif rewind:
+        stack.pool.publish_weights(ray.put(initial_weights(stack.settings)), 0, rewind=True)
 
 
 def _eval_size(plan: EvalPlan) -> str:
@@ -151,16 +171,39 @@ def train(
                 sources.sources, settings.optim.batch, settings.rollout.n, k, settings.run.seed
             )
 
-        loop = StepLoop(
-            plan,
-            start,
-            Planner(stack.controller, sources, plan.staleness),
-            Dispatcher(plan.play, stack.pool, stack.teacher, PoolActivity()),
-            tasks_of,
-            evaluated,
-            lambda ref: ray.put(ray.get(ref)),
+        loops: list[StepLoop] = []
+        # before a learner closes, the loop copies the weights it holds and has not published
+        stack.learner.keep_before_close(lambda: loops[-1].own_weights())
+        recovery = LearnerRecovery(
+            settings.learner.max_restarts, first_checkpoint, stack, run, restarts, live
         )
-        stack.learner.keep_before_close(loop.own_weights)
-        asyncio.run(loop.run(stack.learner, cumulative, recorder.step, ops.at_step_boundary))
+        while True:
+            loop = StepLoop(
+                plan,
+                start,
+                Planner(stack.controller, sources, plan.staleness),
+                Dispatcher(plan.play, stack.pool, stack.teacher, PoolActivity()),
+                tasks_of,
+                evaluated,
+                lambda ref: ray.put(ray.get(ref)),
+            )
+            loops.append(loop)
+            try:
+                asyncio.run(loop.run(stack.learner, cumulative, recorder.step, ops.at_step_boundary))
+                break
+            except Exception as exc:
+                if loop.learner_failure is not exc or not recovery.may_recover(exc):
+                    raise
+                lost = exc
+            try:
+                start = recovery.recover(lost, lambda checkpoint, logged: line_up(
+                    stack, run, sources, checkpoint, logged, first_checkpoint, rewind=True
+                ))  # fmt: skip
+            except LearnerUnplaceable as why:
+                log.error("the lost learner is not restarted: %s", why)
+                raise lost from why
+            cumulative = _cumulative_before(run)
+            if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
+                evaluated(start, cumulative)
         live.set_phase("finished")
         return settings.optim.steps

@@ -19,7 +19,8 @@ order, once.
 
 A failure of the rollout lane is queued behind the batches it handed over: the learner lane
 learns every step played in full, then raises it. A failure of the learner lane cancels the
-rollout lane.
+rollout lane, and ``run`` returns (raising it) once the pool's call in flight has ended, so the
+pool is idle for whatever the run does next (a learner recovery plays on it).
 
 Resume: only the checkpoint's weights (``start``) exist, so steps start+1..start+s are played with
 version ``start`` (lag below s). A replaced learner resumes with exactly the weights and
@@ -97,6 +98,7 @@ class StepLoop:
         self._done = start  # the last step the learner lane finished (updated, ingested, recorded)
         self._finished = asyncio.Condition()  # bound to the loop that first waits on it
         self._failure: BaseException | None = None
+        self.learner_failure: BaseException | None = None  # what an update raised (the learner lost?)
         self.rollout_lane: asyncio.Task[None] | None = None
 
     async def run(
@@ -122,9 +124,14 @@ class StepLoop:
             await self.rollout_lane
             if self._failure is not None:
                 raise self._failure
-        finally:
+        except asyncio.CancelledError:  # Ctrl-C: stop now, the services' shutdown ends their calls
+            self.rollout_lane.cancel()
+            raise
+        except BaseException:
             self.rollout_lane.cancel()
             await asyncio.gather(self.rollout_lane, return_exceptions=True)
+            await self.dispatcher.calls.drain()  # the pool idle again: whatever comes next may use it
+            raise
 
     def own_weights(self) -> None:
         """Copy the versions not yet published into objects this process owns (before a learner
@@ -142,7 +149,11 @@ class StepLoop:
             raise item.error
         took = time.perf_counter()
         with self.activity.busy("learner"):
-            result, weights_ref = await blocking(learner.step, item.batch)
+            try:
+                result, weights_ref = await blocking(learner.step, item.batch)
+            except Exception as exc:
+                self.learner_failure = exc
+                raise
         learned = time.perf_counter()
         records = self.planner.sources.turn_stats(result.turn_stats, item.parts)
         decisions = await self.planner.ingest(k, item.parts, records)
@@ -196,11 +207,11 @@ class StepLoop:
         """Publish each version after the pool's up to ``version``, evaluating where one is due."""
         for v in range(self.dispatcher.weights_version + 1, version + 1):
             await self._wait_done(v)
-            await blocking(self._publish, v)
+            await self.dispatcher.calls.call(self._publish, v)
             if self.plan.evals.due(v):
                 began = time.perf_counter()
                 with self.activity.busy("rollout"):
-                    await blocking(self.evaluate, v, self._cumulative[v])
+                    await self.dispatcher.calls.call(self.evaluate, v, self._cumulative[v])
                 self._evaluations.append((began, time.perf_counter()))
 
     def _publish(self, version: int) -> None:

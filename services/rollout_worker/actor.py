@@ -111,11 +111,12 @@ class RolloutWorkerService:
                 task_reminder=self.settings.task_reminder,
             )
 
-    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> int:
-        """Load a published state dict (a tied ``lm_head.weight`` may be missing) as ``version``;
-        returns the version held before (0 after Ray restarted this worker)."""
+    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int, rewind: bool = False) -> int:
+        """Load a published state dict (a tied ``lm_head.weight`` may be missing) as ``version``
+        (``rewind``: an older one too); returns the version held before (0 after Ray restarted
+        this worker)."""
         held = self.engine.weights_version
-        self.engine.load_weights(weights, version)
+        self.engine.load_weights(weights, version, rewind=rewind)
         return held
 
     def weights_version(self) -> int:
@@ -153,9 +154,9 @@ class RolloutWorker:
     def play(self, request: RolloutRequest) -> RolloutResult:
         return _exit_if_broken(self._service.name, lambda: self._service.play(request))
 
-    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int) -> str:
+    def load_weights(self, weights: Mapping[str, "torch.Tensor"], version: int, rewind: bool = False) -> str:
         """Load ``weights`` as ``version``; answers with the incarnation id, as ``ready`` does."""
-        _exit_if_broken(self._service.name, lambda: self._service.load_weights(weights, version))
+        _exit_if_broken(self._service.name, lambda: self._service.load_weights(weights, version, rewind))
         return self._incarnation
 
     def weights_version(self) -> int:

@@ -504,16 +504,18 @@ class RolloutPool:
             self._env_url = url
             self._env_generation += 1
 
-    def publish_weights(self, weights_ref: Any, version: int) -> None:
-        """Load ``weights_ref`` (an ObjectRef of a state dict, or the dict) into every worker as ``version``.
+    def publish_weights(self, weights_ref: Any, version: int, *, rewind: bool = False) -> None:
+        """Load ``weights_ref`` (an ObjectRef of a state dict, or the dict) into every worker as ``version``:
+        a later version than the pool's, or with ``rewind`` an earlier one (a run that went back to a
+        checkpoint: the learner was lost and restarted from it).
 
         The pool keeps the reference, so a worker Ray restarts later is reloaded before it plays.
         """
         with self._membership:
-            self._publish(weights_ref, version)
+            self._publish(weights_ref, version, rewind)
 
-    def _publish(self, weights_ref: Any, version: int) -> None:
-        next_version(self._version, version)
+    def _publish(self, weights_ref: Any, version: int, rewind: bool = False) -> None:
+        next_version(self._version, version, rewind)
         if isinstance(weights_ref, Mapping):
             weights_ref = ray.put(dict(weights_ref))
         elif not isinstance(weights_ref, ray.ObjectRef):
@@ -523,7 +525,7 @@ class RolloutPool:
         with self._changes:
             self._weights_ref, self._version = weights_ref, version
             handles = {i: self._workers[i] for i in self._live_indices()}
-        loads = {i: handle.load_weights.remote(weights_ref, version) for i, handle in handles.items()}
+        loads = {i: handle.load_weights.remote(weights_ref, version, rewind) for i, handle in handles.items()}
         for index, ref in loads.items():
             try:
                 incarnation = ray.get(ref)  # the actor answers a load with its incarnation id

@@ -44,6 +44,13 @@ class LearnerSettings(Section):
         "after logging a step; a checkpoint of a step not logged yet is kept too).",
     )
     step_timeout_s: float = Field(1800.0, gt=0.0, description="Max seconds to wait for one optimizer step.")
+    max_restarts: int = Field(
+        3,
+        ge=0,
+        description="Times a run restarts a lost learner (a rank or its process killed, its node or "
+        "mailbox gone) from the latest checkpoint, as --resume would, before it stops with the resume "
+        "hint; the steps since that checkpoint are played again.",
+    )
     ray_train_for_one_worker: bool = Field(
         False,
         description="Run a one-worker CPU learner on Ray Train too. Off: it runs as one plain actor, "

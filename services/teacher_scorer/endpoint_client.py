@@ -2,9 +2,9 @@
 log-probs: ``POST {base_url}/v1/completions`` with the rows' token ids and ``prompt_logprobs = K``.
 
 It offers the orchestrator what the Serve handle client does (``score_rows``), so the step does not
-know which kind of teacher it talks to. Every call opens its own connection pool: the orchestrator
-scores from more than one event loop (``asyncio.run`` per step, the stream's own loop), and an
-``httpx.AsyncClient`` must not outlive the loop it was used in.
+know which kind of teacher it talks to. Every call opens its own connection pool: an
+``httpx.AsyncClient`` must not outlive the loop it was used in, and a client is used from more
+than one (the driver's step loop; a start-up check's ``asyncio.run``).
 
 A down, overloaded or rate-limited server (connection refused or dropped, 5xx, 429) is retried with
 bounded back-off, a 429's ``Retry-After`` honoured; scoring is a pure function of its input, so a

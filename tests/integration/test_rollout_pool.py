@@ -274,7 +274,7 @@ class FirstActionEngine(GenerationEngine):
             out.append(Generation(ids, [0.0] * len(ids), "stop"))
         return out
 
-    def load_weights(self, state_dict: Mapping[str, object], version: int) -> None:  # type: ignore[override]
+    def load_weights(self, state_dict: Mapping[str, object], version: int, *, rewind: bool = False) -> None:  # type: ignore[override]
         raise NotImplementedError
 
     @property

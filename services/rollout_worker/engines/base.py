@@ -69,8 +69,11 @@ class GenerationEngine(ABC):
         """Sample one continuation per prompt, stopping at a stop token or ``max_new_tokens``."""
 
     @abstractmethod
-    def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
-        """Replace the model weights (e.g. published by the learner) and set ``weights_version``."""
+    def load_weights(
+        self, state_dict: Mapping[str, "torch.Tensor"], version: int, *, rewind: bool = False
+    ) -> None:
+        """Replace the model weights (e.g. published by the learner) and set ``weights_version``: a
+        later version, or with ``rewind`` any (a run that went back to a checkpoint)."""
 
     @property
     def weights_version(self) -> int:
@@ -100,8 +103,13 @@ def validate_prompts(prompts: Sequence[Sequence[int]], vocab_size: int) -> None:
             raise InputError(f"prompt {i} holds ids outside the vocabulary [0, {vocab_size}): {bad[:5]}")
 
 
-def next_version(current: int, version: int) -> int:
-    """Check that a weight update moves forward."""
+def next_version(current: int, version: int, rewind: bool = False) -> int:
+    """Check that a weight update moves forward (``rewind``: a run went back to a checkpoint's
+    weights, any version >= 0 goes)."""
+    if rewind:
+        if version < 0:
+            raise ConflictError(f"weights version must be >= 0, got {version}")
+        return version
     if version <= current:
         raise ConflictError(f"weights version must increase: now {current}, got {version}")
     return version

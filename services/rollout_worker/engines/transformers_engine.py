@@ -142,10 +142,12 @@ class TransformersEngine(GenerationEngine):
     def max_positions(self) -> int:
         return int(self.model.config.max_position_embeddings)
 
-    def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
+    def load_weights(
+        self, state_dict: Mapping[str, "torch.Tensor"], version: int, *, rewind: bool = False
+    ) -> None:
         """Copy a full state dict into the model (a tied ``lm_head.weight`` may be absent); one that
         does not fit is refused before any weight changes."""
-        new_version = next_version(self._version, version)
+        new_version = next_version(self._version, version, rewind)
         tied = {"lm_head.weight"} if self.model.config.tie_word_embeddings else set()
         check_weights_fit(shapes_of(state_dict), shapes_of(self.model.state_dict()), tied)
         self.model.load_state_dict(dict(state_dict), strict=False)

@@ -264,14 +264,16 @@ class VLLMEngine(GenerationEngine):
             raise (self._broke(error) if isinstance(error, EngineBrokenError) else error) from exc
         return [generation_from_output(o) for o in outputs]
 
-    def load_weights(self, state_dict: Mapping[str, "torch.Tensor"], version: int) -> None:
+    def load_weights(
+        self, state_dict: Mapping[str, "torch.Tensor"], version: int, *, rewind: bool = False
+    ) -> None:
         """Load a full state dict (Hugging Face names; a tied ``lm_head.weight`` may be absent).
 
         A state dict that does not fit is refused before anything is loaded (InputError, old
         weights and version kept); a load that fails in vLLM breaks the engine.
         """
         self._check_usable()
-        new_version = next_version(self._version, version)
+        new_version = next_version(self._version, version, rewind)
         check_weights_fit(shapes_of(state_dict), self._checkpoint, self._optional)
         weights = {name: t for name, t in state_dict.items() if name in self._checkpoint}
         itemsize = self._dtype.itemsize if self._dtype is not None else None

@@ -62,10 +62,10 @@ class LanePool(FakePool):
             self.events.append(("played", step, weights_version))
             return out
 
-    def publish_weights(self, weights_ref, version):
+    def publish_weights(self, weights_ref, version, rewind=False):
         assert self.playing.acquire(blocking=False), "published during a play"
         try:
-            super().publish_weights(weights_ref, version)
+            super().publish_weights(weights_ref, version, rewind)
         finally:
             self.playing.release()
 
@@ -256,3 +256,22 @@ def test_staleness_0_is_the_synchronous_step_on_the_same_loop():
     decisions = [o.decision for o in outcomes]
     probes = {o.metrics.step: probe_stats(o.result.turn_stats) for o in outcomes if o.plan.probe}
     assert decisions == list(replay(probes, 6, s.depth, lag=0)) == controller.decisions()
+
+
+def test_a_failed_update_returns_only_once_the_play_it_abandoned_has_ended():
+    """The pool takes one play at a time: a run that goes on after a lost learner must find it idle."""
+    events = []
+    pool = LanePool(events, slow={3: 0.5})
+    _, lanes = lanes_over(settings(steps=4), pool, evals=[])
+
+    class LostLearner(LaneLearner):
+        def step(self, batch):
+            if batch.step == 2:
+                time.sleep(0.2)  # step 3 begins to play beside it
+            return super().step(batch)
+
+    learner = LostLearner(events, fail_at=2)
+    with pytest.raises(RuntimeError, match="learner broke at step 2"):
+        drive(lanes, learner, 0.0, lambda outcome: None)
+    assert ("played", 3, 1) in events  # step 3's play (beside step 2's update) ran to its end first
+    assert isinstance(lanes.learner_failure, RuntimeError)  # the update failed, not the rollouts

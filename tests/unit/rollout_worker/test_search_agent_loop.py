@@ -100,7 +100,7 @@ class ExpertEngine(GenerationEngine):
             out.append(Generation(ids, [-1.0] * len(ids), "stop"))
         return out
 
-    def load_weights(self, state_dict, version: int) -> None:  # type: ignore[no-untyped-def]
+    def load_weights(self, state_dict, version: int, *, rewind=False) -> None:  # type: ignore[no-untyped-def]
         raise NotImplementedError
 
     @property

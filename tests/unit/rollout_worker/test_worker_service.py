@@ -31,6 +31,14 @@ def test_worker_refuses_other_versions_and_loads_published_weights(zoo_cache: Pa
     assert service.weights_version() == 1
     with pytest.raises(ConflictError, match="must increase"):
         service.load_weights(weights, 1)
+    assert service.load_weights(weights, 2) == 1
+    # a run that went back to a checkpoint (its learner lost) publishes an older version, as a rewind
+    with pytest.raises(ConflictError, match="must increase: now 2, got 1"):
+        service.load_weights(weights, 1)
+    assert service.load_weights(weights, 1, rewind=True) == 2 and service.weights_version() == 1
+    assert service.load_weights(weights, 0, rewind=True) == 1 and service.weights_version() == 0
+    with pytest.raises(ConflictError, match="must be >= 0, got -1"):
+        service.load_weights(weights, -1, rewind=True)
 
 
 def test_stale_weights_error_survives_pickling_as_ray_moves_it():
