@@ -129,6 +129,11 @@ class ChildServer(ABC):
             f"process); stop it, or set {self.port_setting} to another port"
         )
 
+    @property
+    def running(self) -> bool:
+        """The process was started and has not exited."""
+        return self._process is not None and self._process.poll() is None
+
     def stop(self) -> None:
         """Interrupt the server, killing it if it hangs; then remove the temporary log directory
         unless the server failed."""

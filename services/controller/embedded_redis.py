@@ -52,6 +52,11 @@ class EmbeddedRedis:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def running(self) -> bool:
+        """The server's process was started and has not exited."""
+        return self._proc is not None and self._proc.poll() is None
+
     def start(self, timeout_s: float = 10.0) -> str:
         """Start the server and wait until it answers PING; return its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -66,11 +66,16 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
         self.counts[self.kind] += 1
         return f"env gateway replaced: {old.url} -> {fresh.url}"
 
+    @property
+    def lost(self) -> bool:
+        """The gateway process this run started has exited: the watchdog replaces it."""
+        return self.gateway is not None and not self.gateway.running
+
     def status(self, step: int) -> list[ServiceStatus]:
         return [
             ServiceStatus(
                 name="env-gateway",
-                health="ok",
+                health="down" if self.lost else "ok",
                 restarts=self.counts[self.kind],
                 version=f"config {self.version()}",
                 address=self.url,

@@ -2,7 +2,6 @@
 
 import time
 from collections import Counter
-from contextlib import suppress
 
 import ray
 
@@ -23,7 +22,12 @@ class ResumeMismatchError(RunBrokenError):
 
 
 class LearnerUnplaceable(RunBrokenError):
-    """A lost learner cannot be restarted by the run: the cluster has no room for one."""
+    """A lost learner cannot be restarted by the run: the cluster has no room for one. ``closing``:
+    what closing the lost trainer raised (how it failed), the error the run stops with."""
+
+    def __init__(self, message: str, closing: Exception | None = None) -> None:
+        super().__init__(message)
+        self.closing = closing
 
 
 class LearnerLostError(RunBrokenError):
@@ -85,15 +89,19 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
         ``LearnerUnplaceable`` if the cluster has no room for it within ``capacity_wait_s`` (its
         node is gone and no other has the learner's resources): nothing is started."""
         handle = started(self.handle, self.kind)
-        with suppress(Exception):  # the lost trainer's own error is the one the run reports
-            handle.current.close()
+        closing: Exception | None = None
+        try:
+            handle.current.close()  # frees what it still holds (its mailbox, a rank still up)
+        except Exception as exc:  # how it failed: what the run reports if it cannot go on
+            closing = exc
         needs, deadline = worker_resources(self.settings), time.monotonic() + capacity_wait_s
         while short := missing_resources(ray.available_resources(), needs, self.settings.workers):
             if time.monotonic() > deadline:
                 lacking = ", ".join(f"{name} {amount:g} more" for name, amount in sorted(short.items()))
                 raise LearnerUnplaceable(
                     f"no room for a new learner of {self.settings.workers} worker(s) after "
-                    f"{capacity_wait_s:g} s: the cluster is short of {lacking}"
+                    f"{capacity_wait_s:g} s: the cluster is short of {lacking}",
+                    closing,
                 )
             time.sleep(0.5)  # the lost trainer's resources come free as Ray notices its death
         learner = self._learner(self.settings)

@@ -57,12 +57,17 @@ class RedisOps(ManagedService[RedisServiceSettings]):
         self.counts[self.kind] += 1
         return f"redis-server restarted on port {server.port} from its append-only file"
 
+    @property
+    def lost(self) -> bool:
+        """The embedded redis-server this run started has exited (killed, OOM): the watchdog restarts it."""
+        return self.server is not None and not self.server.running
+
     def status(self, step: int) -> list[ServiceStatus]:
         embedded = self.server is not None
         return [
             ServiceStatus(
                 name="redis",
-                health="ok",
+                health="down" if self.lost else "ok",
                 restarts=self.counts[self.kind],
                 version="append-only file" if embedded else "external",
                 address=masked_url(self.url),

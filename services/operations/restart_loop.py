@@ -1,5 +1,14 @@
 """The driver's thread that takes restart requests from the `run-control` actor and carries them out.
 
+It also watches the processes this run started that nothing else restarts: the embedded
+redis-server and the local env gateway process. One that has exited (killed, OOM) is restarted as
+`turnopd restart redis` / `env-gateway` would, unasked (a ``watchdog-…`` request, in
+``restarts.jsonl`` and `turnopd status`): the controller's store reconnects to the new
+redis-server on its append-only file, and the pool plays every later request against the new
+gateway, playing again whole each chunk that lost episodes with the old one. (Ray itself restarts
+rollout workers, the controller and `run-control`; the run restarts a lost learner,
+``services.orchestrator.learner_recovery``.)
+
 Every service but the learner is replaced on this thread, one request after the other, while the
 step loop goes on (``services.operations.restarts`` says how each stays correct). Learner
 requests wait for the next step boundary, where the step loop calls ``at_step_boundary`` (which
@@ -16,7 +25,9 @@ from typing import Any
 import ray
 
 from services.contracts.operations import RestartRequest, RestartResult
+from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.live_status import LiveRun
+from services.operations.redis_ops import RedisOps
 from services.operations.restart_rules import service_kind
 from services.operations.restarts import ServiceRestarts
 from services.run_dir import RESTARTS_FILE
@@ -35,6 +46,10 @@ class RestartLoop:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._failure: BaseException | None = None
+        # the processes nothing else restarts: an embedded redis-server, a local env gateway
+        self.watched = [s for s in restarts.services.values() if isinstance(s, RedisOps | EnvGatewayOps)]
+        self._reviving: set[str] = set()  # watched services with a restart filed and not yet done
+        self._deaths = 0
         self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
 
     def start(self) -> "RestartLoop":
@@ -51,6 +66,20 @@ class RestartLoop:
                 else:
                     self._pending.append(request)
 
+    def _watch(self) -> None:
+        """File a restart for each watched process found dead (once per death)."""
+        for service in self.watched:
+            if not service.lost or service.kind in self._reviving:
+                continue
+            self._deaths += 1
+            log.warning("%s has exited (not stopped by the run): restarting it", service.kind)
+            request = RestartRequest(
+                request_id=f"watchdog-{service.kind}-{self._deaths}", service=service.kind
+            )
+            with self._lock:
+                self._reviving.add(service.kind)
+                self._pending.append(request)
+
     def _next(self) -> RestartRequest | None:
         with self._lock:
             return self._pending.popleft() if self._pending else None
@@ -58,6 +87,7 @@ class RestartLoop:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
+                self._watch()
                 self._collect()
                 request = self._next()
                 if request is None:
@@ -65,6 +95,7 @@ class RestartLoop:
                     continue
                 log.info("restarting %s (request %s)", request.service, request.request_id)
                 self._finish(self.restarts.run(request, self.live.steps_done))
+                self._reviving.discard(request.service)
         except BaseException as exc:  # re-raised on the step loop's thread by check()
             log.exception("the restart loop failed")
             self._failure = exc

@@ -53,8 +53,9 @@ class RunControl:
         return taken
 
     def complete(self, result: RestartResult) -> None:
-        if result.request_id not in self._known:
-            raise NotFoundError(f"no restart request {result.request_id}")
+        """Record how a restart went: one filed here, or one the driver did unasked (its watchdog
+        replacing a dead process) or that was filed before Ray restarted this actor."""
+        self._known.add(result.request_id)
         self._results[result.request_id] = result
         while len(self._results) > _KEPT_RESULTS:
             self._results.pop(next(iter(self._results)))
@@ -71,7 +72,9 @@ class RunControl:
         return self.take()
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+# Ray restarts a killed run-control (and sends the driver's calls again): it holds only what the
+# driver publishes again (the status, after the next step or restart) and requests it will be given.
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class RunControlActor:
     def __init__(self) -> None:
         self._body = RunControl()

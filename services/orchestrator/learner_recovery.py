@@ -27,7 +27,6 @@ from services.operations.restarts import ServiceRestarts
 from services.operations.stack import Stack
 from services.orchestrator.resume_checks import check_before_drop
 from services.run_dir import METRICS_FILE, RESTARTS_FILE, RunDir
-from services.settings.tree import TurnOPDSettings
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +125,11 @@ def learner_lost(error: BaseException, alive: bool) -> bool:
     return False
 
 
-def initial_weights(settings: TurnOPDSettings) -> dict[str, object]:
+def initial_weights(student: str, cache_dir: Path | None) -> dict[str, object]:
     """The student's weights before any step (version 0), from its checkpoint directory's safetensors."""
     from safetensors.torch import load_file
 
-    directory = resolve_model_dir(settings.models.student, settings.models.cache_dir)
+    directory = resolve_model_dir(student, cache_dir)
     files = sorted(Path(directory).glob("*.safetensors"))
     if not files:
         raise InputError(

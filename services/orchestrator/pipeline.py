@@ -77,7 +77,11 @@ def line_up(
         weights = load_file(checkpoint_dir(run.root, start) / "model.safetensors")
         stack.pool.publish_weights(ray.put(weights), start, rewind=rewind)
     elif rewind:
-        stack.pool.publish_weights(ray.put(initial_weights(stack.settings)), 0, rewind=True)
+        stack.pool.publish_weights(
+            ray.put(initial_weights(stack.settings.models.student, stack.settings.models.cache_dir)),
+            0,
+            rewind=True,
+        )
 
 
 def _eval_size(plan: EvalPlan) -> str:
@@ -201,7 +205,8 @@ def train(
                 ))  # fmt: skip
             except LearnerUnplaceable as why:
                 log.error("the lost learner is not restarted: %s", why)
-                raise lost from why
+                stop = why.closing or lost  # how the learner failed, with its own cause
+                raise stop from stop.__cause__
             cumulative = _cumulative_before(run)
             if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
                 evaluated(start, cumulative)
