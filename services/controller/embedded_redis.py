@@ -3,9 +3,16 @@
 Binds 127.0.0.1 on a free port, persists with an append-only file fsync'ed on every write into its
 data directory, so the controller state survives a controller restart, a Redis restart (start a new
 ``EmbeddedRedis`` on the same directory) and a whole-run restart.
+
+The server records its pid in ``redis.pid`` beside its data. A driver that was SIGKILLed leaves
+its redis-server running (nothing stops it); the next start on the same directory (the resumed
+run) stops that orphan first, so one server, never two, writes the append-only file.
 """
 
+import logging
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +21,9 @@ import redis
 
 from services.errors import ConfigError, TurnOPDError
 from services.loopback import free_loopback_port
+
+log = logging.getLogger(__name__)
+PID_FILE = "redis.pid"
 
 
 def redis_server_binary() -> str:
@@ -60,6 +70,7 @@ class EmbeddedRedis:
     def start(self, timeout_s: float = 10.0) -> str:
         """Start the server and wait until it answers PING; return its URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._stop_orphan()
         args = [
             redis_server_binary(),
             "--bind", "127.0.0.1",
@@ -74,6 +85,7 @@ class EmbeddedRedis:
         if self.password:
             args += ["--requirepass", self.password]
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (self.data_dir / PID_FILE).write_text(f"{self._proc.pid}\n")
         deadline = time.monotonic() + timeout_s
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
         while True:
@@ -93,6 +105,30 @@ class EmbeddedRedis:
                 )
             time.sleep(0.05)
 
+    def _stop_orphan(self) -> None:
+        """Stop a redis-server an earlier process started on this directory and left running."""
+        try:
+            pid = int((self.data_dir / PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return
+        if pid == os.getpid() or (self._proc is not None and self._proc.pid == pid):
+            return
+        if not redis_serving(pid, self.data_dir):
+            return  # gone, or the pid was reused by another program
+        log.warning(
+            "a redis-server (pid %d) still serves %s, left by a run that did not stop it (its driver "
+            "was killed): stopping it before starting this run's own on the same append-only file",
+            pid,
+            self.data_dir,
+        )
+        os.kill(pid, signal.SIGTERM)  # it finishes its fsync'ed AOF writes and exits
+        deadline = time.monotonic() + 10.0
+        while redis_serving(pid, self.data_dir):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline += 10.0
+            time.sleep(0.05)
+
     def restart(self, timeout_s: float = 10.0, kill: bool = False) -> str:
         """Stop the server (SIGKILL with ``kill``) and start a new one on the same port and data."""
         self.stop(kill=kill)
@@ -107,3 +143,16 @@ class EmbeddedRedis:
         else:
             self._proc.terminate()
         self._proc.wait(timeout=10)
+
+
+def redis_serving(pid: int, data_dir: Path) -> bool:
+    """Process ``pid`` is a live redis-server running in ``data_dir`` (a zombie does not count)."""
+    proc = Path("/proc") / str(pid)
+    try:
+        if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+        return "redis-server" in (proc / "cmdline").read_bytes().decode(errors="replace") and (
+            Path(os.readlink(proc / "cwd")) == data_dir
+        )
+    except OSError:  # no such process, or not ours to read
+        return False

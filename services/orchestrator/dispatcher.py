@@ -59,7 +59,7 @@ class Dispatcher:
                     version,
                     on_result=handed_over if plan.stream_teacher else None,
                 )
-            done = played_at(k, tasks, rollout)
+            done = played_at(k, tasks, rollout, plan.max_infra_failure_frac)
             supervised = supervised_trajectories(rollout.trajectories)
             scored = await scores.collect(supervised)
         played = Played(rollout, supervised, [], started, done, scores.intervals)

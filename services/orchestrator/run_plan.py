@@ -30,6 +30,7 @@ class PlaySettings:
     top_k: int
     stream_teacher: bool
     max_new_tokens: int  # named in the reason of a trajectory without a response
+    max_infra_failure_frac: float  # [rollout]: above it a step stops the run
 
 
 @dataclass(frozen=True)
@@ -56,5 +57,6 @@ class LoopSettings:
                 top_k=settings.distill.distill_topk,
                 stream_teacher=settings.pipeline.stream_teacher,
                 max_new_tokens=settings.models.max_new_tokens,
+                max_infra_failure_frac=settings.rollout.max_infra_failure_frac,
             ),
         )

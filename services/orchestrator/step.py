@@ -20,7 +20,13 @@ from services.contracts.controller import StepDecision, StepPlan
 from services.contracts.learner import LearnerBatch, LearnerStepResult
 from services.contracts.orchestrator import SourceStepMetrics, StepMetrics, StepTimes
 from services.contracts.records import TurnStatsRecord
-from services.contracts.rollout import EpisodeFailure, EpisodeTask, FailureReason, RolloutResult
+from services.contracts.rollout import (
+    INFRA_FAILURES,
+    EpisodeFailure,
+    EpisodeTask,
+    FailureReason,
+    RolloutResult,
+)
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError, TurnOPDError
 from services.orchestrator.busy_time import Interval, overlap_seconds
@@ -91,8 +97,26 @@ def tasks_within(tasks: Sequence[EpisodeTask], limits: TeacherLimits) -> list[Ep
     return out
 
 
-def played_at(k: int, tasks: Sequence[EpisodeTask], rollout: RolloutResult) -> float:
-    """When the rollouts ended; NoTrajectoriesError if no episode was played."""
+class InfraFailuresError(TurnOPDError, RuntimeError):
+    """Too many of a step's episodes failed for the system's reasons (``INFRA_FAILURES``)."""
+
+
+def played_at(
+    k: int, tasks: Sequence[EpisodeTask], rollout: RolloutResult, max_infra_frac: float = 1.0
+) -> float:
+    """When the rollouts ended. NoTrajectoriesError if no episode was played; InfraFailuresError if
+    more than ``max_infra_frac`` of them failed for the system's reasons (the gateway or a rollout
+    worker lost them even after the pool's replays): the step would train on what the failures
+    left, a biased batch."""
+    infra = Counter(f.reason for f in rollout.failures if f.reason in INFRA_FAILURES)
+    if sum(infra.values()) > max_infra_frac * len(tasks):
+        counts = ", ".join(f"{n} {why}" for why, n in sorted(infra.items()))
+        first = next(f for f in rollout.failures if f.reason in INFRA_FAILURES)
+        raise InfraFailuresError(
+            f"step {k}: {sum(infra.values())} of {len(tasks)} episodes failed for the system's reasons "
+            f"({counts}), more than [rollout] max_infra_failure_frac = {max_infra_frac:g} of them; e.g. "
+            f"{first.error}. The run stops rather than train on the rest"
+        )
     if not rollout.trajectories:
         raise NoTrajectoriesError(f"step {k}: all {len(tasks)} episodes failed: {rollout.failures[:3]}")
     return time.perf_counter()

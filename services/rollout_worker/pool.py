@@ -233,7 +233,7 @@ class RolloutPool:
                         log.warning("%s died playing chunk %d: %s", worker_name(worker), chunk, exc)
                 if not self._leaving(worker) and self._recover(worker):
                     idle.append(worker)
-                self._again(chunk, attempts, pending, failed, requests, worker, f"{exc}")
+                self._again(chunk, attempts, pending, failed, requests, worker, f"{exc}", "worker_lost")
                 continue
             self._done_with(worker)
             idle.append(worker)

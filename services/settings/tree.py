@@ -60,6 +60,14 @@ class RolloutSettings(Section):
         description="End every tool observation with the task restated ('Your task is to: ...'); a "
         "model plays (and SFT renders) in the format it was trained with, recorded in its manifest.",
     )
+    max_infra_failure_frac: float = Field(
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description="Share of a step's episodes that may fail for the system's reasons (env_lost, "
+        "worker_lost: after the pool's replays) before the run stops with an error instead of "
+        "training on the rest.",
+    )
 
 
 class EvalSettings(Section):

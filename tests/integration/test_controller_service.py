@@ -1,14 +1,19 @@
 """The controller service against a real redis-server and a real local Ray cluster."""
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import ray
+import redis
 from controller_inputs import small_run_settings, stats_for
 
 from services.contracts.controller_state import ControllerState
 from services.controller.actor import ControllerService, start_controller
-from services.controller.embedded_redis import EmbeddedRedis
+from services.controller.embedded_redis import EmbeddedRedis, redis_serving
 from services.controller.replay import replay
 from services.controller.schedule import initial_controller_state
 from services.controller.store import RedisStateStore
@@ -168,3 +173,35 @@ def test_each_environment_keeps_its_own_controller_state(redis_server):
     assert {"turnopd:run-m:controller:alfworld:state", "turnopd:run-m:controller:search:state"} <= keys
     again = ControllerService(run.for_controller("search"), "run-m", RedisStateStore(url, "run-m", "search"))
     assert again.snapshot() == search.snapshot()  # reloaded from its own keys
+
+
+ORPHANING_DRIVER = """
+import sys, time
+from pathlib import Path
+from services.controller.embedded_redis import EmbeddedRedis
+server = EmbeddedRedis(Path(sys.argv[1]))
+print(server.start(), server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_redis_server_left_by_a_killed_driver_is_stopped_by_the_next_start(tmp_path):
+    """A SIGKILLed driver leaves its redis-server running on the run's append-only file; the
+    resumed run's start stops it and serves the same data from a server of its own."""
+    data = (tmp_path / "redis").resolve()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    driver = subprocess.Popen(
+        [sys.executable, "-c", ORPHANING_DRIVER, str(data)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    url, pid = driver.stdout.readline().split()
+    redis.Redis.from_url(url).set("turnopd:probe", "kept")
+    driver.kill()
+    driver.wait(timeout=30)
+    assert redis_serving(int(pid), data)  # the orphan lives on, holding the append-only file
+    again = EmbeddedRedis(data)
+    again.start()
+    try:
+        assert not redis_serving(int(pid), data)
+        assert redis.Redis.from_url(again.url).get("turnopd:probe") == b"kept"
+    finally:
+        again.stop()

@@ -17,8 +17,8 @@ from step_fakes import (
 )
 
 from services.contracts.controller import StepDecision, StepPlan
-from services.contracts.rollout import EpisodeTask
-from services.orchestrator.step import NoTrajectoriesError
+from services.contracts.rollout import EpisodeFailure, EpisodeTask
+from services.orchestrator.step import InfraFailuresError, NoTrajectoriesError
 from services.settings.tree import TurnOPDSettings
 
 
@@ -278,3 +278,44 @@ def test_a_step_whose_every_trajectory_is_dropped_stops_the_run_naming_why():
         run_step(
             4, TASKS[:3], settings(), FakeController(), FakePool([a, b, d]), FakeTeacher(4), FakeLearner(), 0
         )
+
+
+class LossyPool(FakePool):
+    """Plays the four trajectories of tasks 0..3; tasks 4 and 5 come back lost by the system."""
+
+    def play(self, tasks, h_roll, temperature, weights_version, on_result=None):
+        self.tasks = tasks
+        lost = [
+            EpisodeFailure(
+                task=tasks[4], error="env worker died", worker="rollout-worker-0", reason="env_lost"
+            ),
+            EpisodeFailure(
+                task=tasks[5], error="actor died", worker="rollout-worker-1", reason="worker_lost"
+            ),
+        ]
+        return self.result(self.trajectories).model_copy(
+            update={"failures": lost, "task_indices": [0, 1, 2, 3]}
+        )
+
+
+SIX_TASKS = [EpisodeTask(env="alfworld", split="train", seed=i) for i in range(6)]
+
+
+def test_a_step_that_lost_more_than_its_share_of_episodes_to_the_system_stops_the_run():
+    strict = settings().model_copy(
+        update={"rollout": settings().rollout.model_copy(update={"max_infra_failure_frac": 0.25})}
+    )
+    message = (
+        r"step 4: 2 of 6 episodes failed for the system's reasons \(1 env_lost, 1 worker_lost\), more than "
+        r"\[rollout\] max_infra_failure_frac = 0\.25 of them; e\.g\. env worker died"
+    )
+    learner = FakeLearner()
+    with pytest.raises(InfraFailuresError, match=message):
+        run_step(4, SIX_TASKS, strict, FakeController(), LossyPool(), FakeTeacher(), learner, 0.0)
+    assert learner.batches == []  # nothing trained on the rest
+    lenient = strict.model_copy(
+        update={"rollout": strict.rollout.model_copy(update={"max_infra_failure_frac": 0.5})}
+    )
+    out = run_step(4, SIX_TASKS, lenient, FakeController(), LossyPool(), FakeTeacher(), FakeLearner(), 0.0)
+    assert out.metrics.failure_reasons == {"env_lost": 1, "worker_lost": 1, "no_response": 1}
+    assert out.metrics.trajectories == 3  # a, c, d (b has no response)
