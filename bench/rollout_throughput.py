@@ -100,7 +100,9 @@ def main() -> None:
     pool_rates, first_rates, turn_rates = [], [], []
     with LocalGateway(workers=1) as gateway:
         ray.init(namespace="turnopd", include_dashboard=False, log_to_driver=False, num_cpus=os.cpu_count())
-        pool = RolloutPool(settings, gateway.url, args.model)
+        pool = RolloutPool(
+            settings.for_rollout_worker(), settings.cluster.rollout_workers, gateway.url, args.model
+        )
         try:
             pool.play(tasks[:2], 1, 1.0, 0)  # warm-up: first calls, gateway game loading
             for _ in range(args.repeats):

@@ -29,7 +29,8 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
         return run.for_rollout_worker()
 
     def start(self) -> None:
-        self.pool = RolloutPool(self.ctx.settings, self.gateway.url, self.ctx.settings.models.student)
+        count = self.ctx.settings.cluster.rollout_workers
+        self.pool = RolloutPool(self.settings, count, self.gateway.url, self.settings.models.student)
 
     def stop(self) -> None:
         if self.pool is not None:
@@ -41,6 +42,7 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
         size = started(self.pool, "rollout pool").size
         replaced = "; ".join(self.replace_worker(i, change) for i in range(size))
         self.settings = self.restarted(change) or self.settings
+        started(self.pool, "rollout pool").retune(self.settings)  # its replays and deadlines too
         return replaced
 
     def replace_worker(self, index: int, change: Change) -> str:

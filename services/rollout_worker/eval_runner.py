@@ -126,7 +126,7 @@ def _play(
     started_ray = ensure_ray(settings.cluster.rollout_workers * settings.rollout_worker.num_cpus)
     try:
         progress.stage(f"loading {spec.model} into {settings.cluster.rollout_workers} rollout workers")
-        pool = RolloutPool(settings, url, spec.model)
+        pool = RolloutPool(settings.for_rollout_worker(), settings.cluster.rollout_workers, url, spec.model)
         try:
             progress.start(len(tasks))
             return pool.play(

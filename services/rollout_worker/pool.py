@@ -49,7 +49,6 @@ from services.rollout_worker.seeds import derive_seed
 from services.rollout_worker.task_chunks import depth_chunks, lost_episodes, merge_results
 from services.rollout_worker.weights_version import StaleWeightsError
 from services.settings.per_service import RolloutWorkerServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +72,17 @@ class PoolStats:
 
 
 class RolloutPool:
-    """``settings.cluster.rollout_workers`` actors ``rollout-worker-{i}`` (namespace ``turnopd``) playing ``model``."""
+    """``workers`` actors ``rollout-worker-{i}`` (namespace ``turnopd``) playing ``model``.
 
-    def __init__(self, settings: TurnOPDSettings, env_gateway_url: str, model: str) -> None:
-        self.settings = settings
+    ``own``: what each worker is given, and what the pool itself reads of it (``[rollout_worker]``
+    ``max_attempts``, ``chunk_timeout_s``, ``restart_timeout_s``): the settings of the pool's last
+    start, resize or ``retune`` (a `rollout-pool` restart with a new config), never the run's tree.
+    """
+
+    def __init__(
+        self, own: RolloutWorkerServiceSettings, workers: int, env_gateway_url: str, model: str
+    ) -> None:
+        self.own = own
         self.model = model
         self.stats = PoolStats()
         self._version = 0
@@ -89,12 +95,11 @@ class RolloutPool:
         self._busy: set[int] = set()  # workers playing a chunk now
         self._retiring: set[int] = set()  # workers a shrink takes no more chunks from
         self._membership = threading.Lock()  # a resize, or a publish (which must see every worker)
-        own = settings.for_rollout_worker()  # what each worker is given (a restart may change it)
-        self._worker_settings = [own] * settings.cluster.rollout_workers
+        self._worker_settings = [own] * workers  # each worker's (a restart may change one)
         actor: Any = RolloutWorker
         self._workers = [
             actor.options(**worker_options(own, i)).remote(own, i, env_gateway_url, model)
-            for i in range(settings.cluster.rollout_workers)
+            for i in range(workers)
         ]
         timeout = own.ready_timeout_s
         try:
@@ -102,11 +107,11 @@ class RolloutPool:
         except GetTimeoutError:
             self.close()
             raise TurnOPDError(
-                f"{settings.cluster.rollout_workers} rollout workers were not ready within {timeout:.0f}s "
+                f"{workers} rollout workers were not ready within {timeout:.0f}s "
                 f"(rollout_worker.ready_timeout_s): their {own.models.engine} engine of "
                 f"{own.models.student!r} was still starting; raise the timeout if the engine is slow to "
                 f"start here (vLLM's CPU build), else check that the Ray cluster has "
-                f"{settings.rollout_worker.num_cpus:g} free CPUs (and the GPUs) for each"
+                f"{own.rollout_worker.num_cpus:g} free CPUs (and the GPUs) for each"
             ) from None
 
     @property
@@ -192,7 +197,7 @@ class RolloutPool:
             idle = deque(i for i in range(known) if i not in self._lost and i not in self._retiring)
         inflight: dict[Any, tuple[int, int, int, Any]] = {}  # ref -> (worker, chunk, env generation, handle)
         due: dict[Any, float] = {}  # ref -> when its chunk is overdue (rollout_worker.chunk_timeout_s)
-        chunk_timeout_s = self.settings.rollout_worker.chunk_timeout_s
+        chunk_timeout_s = self.own.rollout_worker.chunk_timeout_s
         while pending or inflight:
             with self._changes:  # workers a resize added since: they play from now on
                 idle.extend(range(known, len(self._workers)))
@@ -309,7 +314,7 @@ class RolloutPool:
     ) -> None:
         """Queue ``chunk`` for another play, or report its tasks failed (with ``reason``) after
         ``max_attempts``."""
-        if attempts[chunk] < self.settings.rollout_worker.max_attempts:
+        if attempts[chunk] < self.own.rollout_worker.max_attempts:
             self.stats.replays += 1
             pending.appendleft(chunk)
         else:
@@ -327,7 +332,7 @@ class RolloutPool:
     def _recover(self, index: int) -> bool:
         """Wait for Ray to restart (or an operator to replace) worker ``index`` and give it the
         published weights; False if it is gone."""
-        deadline = time.monotonic() + self.settings.for_rollout_worker().restart_timeout_s
+        deadline = time.monotonic() + self.own.restart_timeout_s
         died_answers = 0
         while time.monotonic() < deadline:
             worker = self._current_worker(index, deadline)
@@ -340,7 +345,7 @@ class RolloutPool:
                         self._incarnations[index] = incarnation  # the death that brought us here is counted
                 held = ray.get(worker.weights_version.remote())
                 if held != self._version:
-                    ray.get(worker.load_weights.remote(self._weights_ref, self._version))
+                    ray.get(worker.load_weights.remote(self._weights_ref, self._version, True))
                     self.stats.weight_reloads += 1
                     log.info("%s reloaded weights version %d", worker_name(index), self._version)
                 return True
@@ -373,6 +378,10 @@ class RolloutPool:
         with self._changes:
             self._changes.wait_for(lambda: index not in self._replacing, timeout=deadline - time.monotonic())
             return self._workers[index] if index < len(self._workers) else None
+
+    def retune(self, settings: RolloutWorkerServiceSettings) -> None:
+        """Read the pool's own knobs from ``settings`` from now on (every worker was replaced with them)."""
+        self.own = settings
 
     def replace_worker(self, index: int, settings: RolloutWorkerServiceSettings | None = None) -> None:
         """Replace worker ``index`` by a fresh actor (new ``settings`` if given) at the published weights.
@@ -421,7 +430,7 @@ class RolloutPool:
         while True:  # a publish_weights may land meanwhile: load until the version holds still
             ref, version = self._weights_ref, self._version
             if ref is not None:
-                ray.get(fresh.load_weights.remote(ref, version), timeout=timeout)
+                ray.get(fresh.load_weights.remote(ref, version, True), timeout=timeout)
             with self._changes:
                 if version == self._version:
                     self._workers[index] = fresh
@@ -442,6 +451,7 @@ class RolloutPool:
         if size < 1:
             raise InputError(f"a rollout pool needs at least 1 worker, not {size}")
         with self._membership:
+            self.own = settings
             before = len(self._workers)
             if size > before:
                 self._grow(before, size, settings)
@@ -463,7 +473,8 @@ class RolloutPool:
             incarnations = ray.get([w.ready.remote() for w in fresh], timeout=timeout)
             if self._weights_ref is not None:  # publishes wait for this lock: the version holds
                 ray.get(
-                    [w.load_weights.remote(self._weights_ref, self._version) for w in fresh], timeout=timeout
+                    [w.load_weights.remote(self._weights_ref, self._version, True) for w in fresh],
+                    timeout=timeout,
                 )
         except BaseException as exc:
             for worker in fresh:

@@ -16,7 +16,6 @@ import random
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from controller_replay import assert_decisions_equal_replay
@@ -26,37 +25,13 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import RestartResult
 from services.contracts.orchestrator import StepMetrics
 from services.learner.checkpoint import latest_checkpoint
+from services.operations.process_table import the_process
 from services.orchestrator.pipeline import train
 from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SEED = int(os.environ.get("TURNOPD_CHAOS_SEED", "60"))
-
-
-def processes() -> dict[int, tuple[str, str, int]]:
-    """Every process: its command line (or Ray's title for an actor), working directory and parent."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                cwd = os.readlink(entry / "cwd")
-                stat = (entry / "stat").read_text()
-            except OSError:  # gone meanwhile, or not ours to read
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            found[int(entry.name)] = (line, cwd, parent)
-    return found
-
-
-def the_pid(match) -> int:
-    """The one process ``match(line, cwd)`` accepts whose parent it does not (forked workers share
-    their parent's command line)."""
-    every = processes()
-    hits = {pid for pid, (line, cwd, _) in every.items() if match(line, cwd)}
-    (pid,) = [pid for pid in hits if every[pid][2] not in hits]
-    return pid
 
 
 @pytest.mark.parametrize("staleness", [0, 1])
@@ -73,23 +48,26 @@ def test_killed_processes_are_replaced_and_the_run_finishes_every_step_once(ray_
     here = str(tmp_path)
     victims = {  # after step k's line, somewhere inside the next step: what is killed
         # redis-server retitles itself ".../redis-server 127.0.0.1:PORT" and runs in its data directory
-        1: ("redis-server", lambda line, cwd: "redis-server " in line and cwd.startswith(here)),
-        2: ("env gateway", lambda line, cwd: "env-gateway" in line and here in line and "ray::" not in line),
-        3: ("learner", lambda line, cwd: line.startswith("ray::SoloLearnerWorker")),
-        4: ("run-control", lambda line, cwd: line.startswith("ray::RunControlActor")),
+        1: ("redis-server", lambda p: "redis-server " in p.command and p.cwd.startswith(here)),
+        2: ("env gateway", lambda p: "serve env-gateway" in p.command and here in p.command),
+        3: ("learner", lambda p: p.command.startswith("ray::SoloLearnerWorker")),
+        4: ("run-control", lambda p: p.command.startswith("ray::RunControlActor")),
     }
     rng = random.Random(SEED * 10 + staleness)
     seen: list[StepMetrics] = []
     killed: dict[str, int] = {}
     kills: list[threading.Thread] = []
+    finished_by: list[int] = []
 
     def kill(name, match, delay):
         time.sleep(delay)
-        killed[name] = the_pid(match)
+        killed[name] = the_process(match).pid
         os.kill(killed[name], signal.SIGKILL)
 
     def on_step(m: StepMetrics) -> None:
         seen.append(m)
+        if m.step == 6:
+            finished_by.append(the_process(victims[3][1]).pid)
         if m.step in victims and victims[m.step][0] not in killed and len(kills) < m.step:
             name, match = victims[m.step]
             delay = round(rng.uniform(0.0, min(m.times.total_s, 4.0)), 2)
@@ -101,6 +79,7 @@ def test_killed_processes_are_replaced_and_the_run_finishes_every_step_once(ray_
     for thread in kills:
         thread.join(timeout=60)
     assert set(killed) == {"redis-server", "env gateway", "learner", "run-control"}
+    assert finished_by and finished_by[-1] != killed["learner"]  # a new learner process finished the run
     metrics = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
     assert [m.step for m in metrics] == [1, 2, 3, 4, 5, 6]  # every step once
     assert [m.weights_version for m in metrics] == [1, 2, 3, 4, 5, 6]

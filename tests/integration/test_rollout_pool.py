@@ -55,7 +55,9 @@ def gateway(settings, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pool(ray_session, settings, gateway):
-    rollout_pool = RolloutPool(settings, gateway.url, "student")
+    rollout_pool = RolloutPool(
+        settings.for_rollout_worker(), settings.cluster.rollout_workers, gateway.url, "student"
+    )
     yield rollout_pool
     rollout_pool.close()
 
@@ -229,16 +231,18 @@ def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_
     undisturbed = pool.play(TASKS, h_roll=3, temperature=1.0, weights_version=version, max_new_tokens=16)
     assert undisturbed.failures == []
     kills, deaths = pool.stats.overdue_kills, pool.stats.worker_deaths
-    own = pool.settings
-    pool.settings = own.model_copy(
-        update={"rollout_worker": own.rollout_worker.model_copy(update={"chunk_timeout_s": 8.0})}
+    own = pool.own
+    pool.retune(
+        own.model_copy(
+            update={"rollout_worker": own.rollout_worker.model_copy(update={"chunk_timeout_s": 8.0})}
+        )
     )
     proxy = HoldFirstConnection(gateway.url)
     pool.switch_env_gateway(proxy.url)
     try:
         result = pool.play(TASKS, h_roll=3, temperature=1.0, weights_version=version, max_new_tokens=16)
     finally:
-        pool.settings = own
+        pool.retune(own)
         pool.switch_env_gateway(gateway.url)
         proxy.close()
     assert proxy.held == 1

@@ -47,7 +47,10 @@ def gateway(config):
 @pytest.fixture(scope="module")
 def pool(ray_session, config, gateway):
     # half a logical CPU each: the session's 2-CPU cluster has room for a third (the resize test)
-    rollout_pool = RolloutPool(rollout_settings(config, zoo_cache_dir(), cpus=0.5), gateway.url, "student")
+    settings = rollout_settings(config, zoo_cache_dir(), cpus=0.5)
+    rollout_pool = RolloutPool(
+        settings.for_rollout_worker(), settings.cluster.rollout_workers, gateway.url, "student"
+    )
     yield rollout_pool
     rollout_pool.close()
 
@@ -118,7 +121,7 @@ def test_a_shrink_during_a_crashed_workers_recovery_loses_no_task(pool, gateway)
     def crash_then_shrink() -> None:
         ray.kill(crashed, no_restart=False)  # a crash: Ray restarts it (its model load takes seconds)
         time.sleep(0.3)
-        pool.resize(1, pool.settings.for_rollout_worker())
+        pool.resize(1, pool.own)
 
     shrinker = when_playing(gateway.url, crash_then_shrink)
     result = pool.play(TASKS, **PLAY)
@@ -126,7 +129,7 @@ def test_a_shrink_during_a_crashed_workers_recovery_loses_no_task(pool, gateway)
     assert result.failures == [] and result.task_indices == list(range(len(TASKS)))
     assert pool.size == 1 and pool.live_workers == ["rollout-worker-0"]
     assert [i for i, _, live in pool.members()] == [0]
-    assert pool.resize(2, pool.settings.for_rollout_worker()) == 1 and pool.live_workers == [
+    assert pool.resize(2, pool.own) == 1 and pool.live_workers == [
         "rollout-worker-0",
         "rollout-worker-1",
     ]
@@ -159,7 +162,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
     pool.publish_weights(ray.put(weights), 1)
     played = {**PLAY, "weights_version": 1}
 
-    assert pool.resize(3, pool.settings.for_rollout_worker()) == 2 and pool.size == 3
+    assert pool.resize(3, pool.own) == 2 and pool.size == 3
     assert pool.workers_versions() == {f"rollout-worker-{i}": 1 for i in range(3)}  # before it plays
     three = pool.play(TASKS, **played)
     assert three.failures == [] and three.task_indices == list(range(len(TASKS)))
@@ -167,7 +170,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
     # taken away mid-play: worker 2 finishes its chunk first, so nothing is replayed or lost and the
     # result is exactly the three-worker play (chunk seeds follow the chunks, not the workers)
     replays, deaths = pool.stats.replays, pool.stats.worker_deaths
-    shrinker = when_playing(gateway.url, pool.resize, 2, pool.settings.for_rollout_worker())
+    shrinker = when_playing(gateway.url, pool.resize, 2, pool.own)
     drained = pool.play(TASKS, **played)
     shrinker.join()
     assert pool.size == 2 and pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
@@ -177,7 +180,7 @@ def test_the_pool_grows_with_the_published_weights_and_shrinks_after_draining(po
         ray.get_actor("rollout-worker-2", namespace="turnopd")
 
     with pytest.raises(InputError, match="at least 1 worker, not 0"):
-        pool.resize(0, pool.settings.for_rollout_worker())
+        pool.resize(0, pool.own)
     with pytest.raises(InputError, match=r"38 more rollout worker\(s\) need CPU 0.5 each; .* short of CPU"):
-        pool.resize(40, pool.settings.for_rollout_worker())
+        pool.resize(40, pool.own)
     assert pool.size == 2 and pool.workers_versions() == {"rollout-worker-0": 1, "rollout-worker-1": 1}

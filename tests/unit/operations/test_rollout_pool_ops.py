@@ -15,7 +15,9 @@ from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
 
 RUN = TurnOPDSettings()
-NEW_CONFIG = TurnOPDSettings.model_validate({"models": {"max_new_tokens": 17}})
+NEW_CONFIG = TurnOPDSettings.model_validate(
+    {"models": {"max_new_tokens": 17}, "rollout_worker": {"max_attempts": 5, "chunk_timeout_s": 60.0}}
+)
 
 
 class FakePool:
@@ -27,6 +29,10 @@ class FakePool:
         self.settings_by_worker = [RUN.for_rollout_worker()] * 2
         self.fail_on_worker = fail_on_worker
         self.resized: list[tuple[int, RolloutWorkerServiceSettings]] = []
+        self.own = RUN.for_rollout_worker()  # what the pool itself reads (replays, deadlines)
+
+    def retune(self, settings: RolloutWorkerServiceSettings) -> None:
+        self.own = settings
 
     @property
     def size(self) -> int:
@@ -62,6 +68,8 @@ def test_a_scale_after_a_pool_restart_with_a_config_starts_workers_with_the_rest
     ops.replace(Change(NEW_CONFIG), step=2)
     assert [s.models.max_new_tokens for s in pool.settings_by_worker] == [17, 17]
     assert ops.settings == pool.worker_settings(0)  # what it runs with now
+    # and the pool's own knobs: the replays and chunk deadline of the new config, not the run's start
+    assert (pool.own.rollout_worker.max_attempts, pool.own.rollout_worker.chunk_timeout_s) == (5, 60.0)
     assert ops.scale(3) == "rollout pool 2 -> 3 workers at weights version 3"
     [(size, added)] = pool.resized
     assert size == 3 and added == pool.worker_settings(0) and added.models.max_new_tokens == 17

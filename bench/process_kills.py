@@ -1,0 +1,211 @@
+"""Processes SIGKILLed from outside at seeded random moments inside a step, N trials per kind: how
+many runs complete, and the steps and episodes they lose or repeat (issue 60).
+
+Each trial trains ``configs/smoke.toml`` (4 steps of 4 episodes, a checkpoint every 2 steps,
+``[pipeline] max_staleness`` as given) with `turnopd train` in a process of its own, waits for
+step 1's line, then SIGKILLs the process of its kind a random part of a step later (seeded by
+``--seed``, the kind and the trial: printed, and replayed by the same arguments):
+
+- ``learner``: the learner's actor process (the run restarts it from its checkpoint);
+- ``redis-server``, ``env-gateway``: the embedded store, the gateway process (the watchdog
+  restarts them); ``env-worker``: one env worker process of the gateway (the gateway replaces it,
+  the pool plays the chunk again);
+- ``teacher-replica``: the teacher's Serve replica (Serve starts another; its calls are sent again);
+- ``run-control``: the status actor (Ray restarts it);
+- ``driver``: `turnopd train` itself, then `turnopd train --resume`.
+
+A run completes when it exits 0 with steps 1..4 each logged once. ``repeated``: steps logged twice
+(0 is the target); ``failed``: episodes counted failed (each with its reason: none is ever
+dropped silently); ``redone``: steps trained again after a checkpoint (the learner and the driver:
+at most ``checkpoint_every - 1`` is the target).
+
+Trials are appended to ``--out`` (a JSONL) as they finish; a second call skips those done, so the
+20 trials a kind takes can be spread over sittings:
+
+    PYTHONPATH=$PWD python bench/process_kills.py --trials 20 [--kinds learner driver] [--staleness 0]
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from services.operations.process_table import Process, processes, the_process
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS, EVERY = 4, 2
+KINDS = ("learner", "redis-server", "env-gateway", "env-worker", "teacher-replica", "run-control", "driver")
+
+
+def config_text(staleness: int) -> str:
+    text = (REPO / "configs" / "smoke.toml").read_text()
+    text = text.replace("steps = 3", f"steps = {STEPS}").replace(
+        "checkpoint_every = 2", f"checkpoint_every = {EVERY}"
+    )
+    return text + f"\n[pipeline]\nmax_staleness = {staleness}\n"
+
+
+def gateway(run: Path) -> Callable[[Process], bool]:
+    return lambda p: "serve env-gateway" in p.command and str(run) in p.command
+
+
+def victim(kind: str, run: Path, driver: int) -> int:
+    """The pid to SIGKILL for ``kind`` in the run at ``run`` (driver: `turnopd train`'s pid)."""
+    match kind:
+        case "driver":
+            return driver
+        case "learner":
+            return the_process(lambda p: p.command.startswith("ray::SoloLearnerWorker")).pid
+        case "run-control":
+            return the_process(lambda p: p.command.startswith("ray::RunControlActor")).pid
+        case "teacher-replica":
+            return the_process(lambda p: p.command.startswith("ray::ServeReplica:teacher")).pid
+        case "redis-server":
+            return the_process(lambda p: "redis-server " in p.command and p.cwd.startswith(str(run))).pid
+        case "env-gateway":
+            return the_process(gateway(run)).pid
+        case "env-worker":
+            parent = the_process(gateway(run)).pid
+            children = sorted(
+                p.pid
+                for p in processes().values()
+                if p.parent == parent and "services.env_gateway.worker_process" in p.command
+            )
+            if not children:
+                raise LookupError(f"the env gateway (pid {parent}) has no worker process")
+            return children[0]
+    raise ValueError(kind)
+
+
+def metrics(run: Path) -> list[dict]:
+    path = run / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def train(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "train", *args],
+            stdout=sink,
+            stderr=sink,
+            env=env,
+            cwd=REPO,
+        )
+
+
+def trial(kind: str, index: int, seed: int, staleness: int, root: Path) -> dict:
+    rng = random.Random(f"{seed}:{kind}:{index}:{staleness}")
+    run = root / f"{kind}-{index}" / "run"
+    run.parent.mkdir(parents=True)
+    config = run.parent / "config.toml"
+    config.write_text(config_text(staleness))
+    log = run.parent / "train.log"
+    started = time.monotonic()
+    proc = train(["--config", str(config), "--run-dir", str(run)], log)
+    while not metrics(run):
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"{kind} trial {index}: training exited {proc.returncode} before step 1; {log}"
+            )
+        time.sleep(0.2)
+    step_s = float(metrics(run)[0]["times"]["total_s"])
+    delay = rng.uniform(0.0, step_s)
+    time.sleep(delay)
+    pid = victim(kind, run, proc.pid)
+    logged_at_kill = [int(m["step"]) for m in metrics(run)]
+    checkpoints = sorted(int(p.name.removeprefix("step_")) for p in (run / "checkpoints").glob("step_*"))
+    os.kill(pid, signal.SIGKILL)
+    print(f"seed {seed}: {kind} trial {index}: SIGKILL pid {pid} at step 1 + {delay:.2f} s", flush=True)
+    rc = proc.wait(timeout=1800)
+    redone = 0
+    if kind == "driver":
+        last = max(logged_at_kill, default=0)
+        resumed_from = max((c for c in checkpoints if c <= last), default=0)
+        redone = last - resumed_from
+        rc = train(["--resume", str(run)], log).wait(timeout=1800)
+    steps = [int(m["step"]) for m in metrics(run)]
+    restarts_path = run / "restarts.jsonl"
+    restarts = (
+        [json.loads(line) for line in restarts_path.read_text().splitlines()]
+        if restarts_path.exists()
+        else []
+    )
+    for r in restarts:
+        if r["request_id"].startswith("learner-lost"):
+            redone += max(0, max(logged_at_kill, default=0) - int(r["step"]))
+    if kind == "env-worker":  # the gateway saw it die and replaced it (its log says so)
+        logs = "".join(p.read_text(errors="replace") for p in run.glob("env_gateway*.log"))
+        if "replacing env worker slot" not in logs:
+            raise RuntimeError(f"env-worker trial {index}: the gateway never replaced a worker ({run})")
+    reasons: dict[str, int] = {}
+    for m in metrics(run):
+        for why, n in (m.get("failure_reasons") or {}).items():
+            reasons[why] = reasons.get(why, 0) + n
+    return {
+        "kind": kind,
+        "trial": index,
+        "seed": seed,
+        "staleness": staleness,
+        "delay_s": round(delay, 3),
+        "rc": rc,
+        "completed": rc == 0 and sorted(set(steps)) == list(range(1, STEPS + 1)),
+        "repeated": len(steps) - len(set(steps)),
+        "failed": sum(int(m["failed_episodes"]) for m in metrics(run)),
+        "failure_reasons": reasons,
+        "redone": redone,
+        "recoveries": [r["request_id"] for r in restarts],
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+
+
+def table(rows: list[dict]) -> str:
+    out = [f"{'kind':16} {'trials':>6} {'completed':>9} {'repeated':>8} {'failed':>6} {'redone max':>10}"]
+    for kind in KINDS:
+        mine = [r for r in rows if r["kind"] == kind]
+        if mine:
+            done = sum(r["completed"] for r in mine)
+            out.append(
+                f"{kind:16} {len(mine):>6} {done:>6}/{len(mine):<2} {sum(r['repeated'] for r in mine):>8} "
+                f"{sum(r['failed'] for r in mine):>6} {max(r['redone'] for r in mine):>10}"
+            )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--seed", type=int, default=60)
+    parser.add_argument("--staleness", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=REPO / "docs/results/records/process-kills/trials.jsonl")
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
+    done = {(r["kind"], r["trial"], r["seed"], r["staleness"]) for r in rows}
+    with tempfile.TemporaryDirectory(prefix="process-kills-") as tmp:
+        for index in range(args.trials):
+            for kind in args.kinds:
+                if (kind, index, args.seed, args.staleness) in done:
+                    continue
+                row = trial(kind, index, args.seed, args.staleness, Path(tmp))
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                with args.out.open("a") as out:
+                    out.write(json.dumps(row) + "\n")
+    print(table([r for r in rows if r["seed"] == args.seed and r["staleness"] == args.staleness]))
+
+
+if __name__ == "__main__":
+    main()
