@@ -44,6 +44,9 @@ class FakePool:
             raise self.fail_with
         self.replaced.append((index, settings))
 
+    def retune(self, settings: RolloutWorkerServiceSettings) -> None:
+        self.own = settings
+
     def resize(self, size: int, settings: RolloutWorkerServiceSettings) -> int:
         if self.fail_with is not None:
             raise self.fail_with
