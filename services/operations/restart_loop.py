@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -36,7 +37,14 @@ log = logging.getLogger(__name__)
 
 
 class RestartLoop:
-    def __init__(self, live: LiveRun, restarts: ServiceRestarts, poll_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        live: LiveRun,
+        restarts: ServiceRestarts,
+        poll_s: float = 0.5,
+        on_restarted: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.on_restarted = on_restarted  # after each restart (the run's plan file follows)
         self.live = live
         self.restarts = restarts
         self.control: Any = live.control
@@ -103,6 +111,8 @@ class RestartLoop:
     def _finish(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
         self.live.stack.run.append(RESTARTS_FILE, result.model_dump_json())
+        if result.ok:
+            self.on_restarted()
         self.live.publish()  # first: whoever waits for the answer then sees its effect in the status
         ray.get(self.control.complete.remote(result))
 

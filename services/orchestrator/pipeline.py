@@ -18,6 +18,7 @@ from services.learner.checkpoint import checkpoint_dir, drop_checkpoints_after
 from services.operations.controller_rebuilds import RebuildNotices
 from services.operations.learner_ops import LearnerUnplaceable
 from services.operations.live_status import LiveRun
+from services.operations.plan_file import write_plan
 from services.operations.restart_loop import RestartLoop
 from services.operations.restarts import ServiceRestarts
 from services.operations.run_control import start_run_control, stop_run_control
@@ -136,13 +137,20 @@ def train(
         rebuilds.check()
         restarts = ServiceRestarts(stack.services)
         live = LiveRun(stack, restarts, control, start)
-        ops = RestartLoop(live, restarts).start()
+        record_plan = RecordSettings(
+            settings.learner.keep_checkpoints, settings.blend.min_floor, settings.blend.min_frac
+        )
+        driver_parts = {"step_loop": plan, "evaluator": eval_plan, "recorder": record_plan}
+
+        def plan_file() -> None:
+            write_plan(run, stack.services, driver_parts)
+
+        plan_file()  # what each service and part was handed; again after a restart with --config
+        ops = RestartLoop(live, restarts, on_restarted=plan_file).start()
         exits.callback(ops.stop)
         cumulative = _cumulative_before(run)
         recorder = Recorder(
-            RecordSettings(
-                settings.learner.keep_checkpoints, settings.blend.min_floor, settings.blend.min_frac
-            ),
+            record_plan,
             run,
             exporter,
             live,

@@ -11,6 +11,7 @@ after it again (at staleness 0 exactly as before). Afterwards every step is logg
 episode failed, the controller equals its replay under the run's staleness, and each recovery is
 in restarts.jsonl."""
 
+import json
 import os
 import random
 import signal
@@ -106,3 +107,6 @@ def test_killed_processes_are_replaced_and_the_run_finishes_every_step_once(ray_
                 assert (m.tokens, m.trajectories) == (first[m.step].tokens, first[m.step].trajectories)
                 assert m.loss == pytest.approx(first[m.step].loss, rel=1e-3)
     assert latest_checkpoint(run.root).name == "step_000006"
+    plan = json.loads(run.path("plan.json").read_text())  # rewritten after each restart
+    assert plan["driver"]["step_loop"]["staleness"] == staleness
+    assert plan["services"]["learner"]["learner"]["max_restarts"] == 3
