@@ -59,9 +59,9 @@ class RolloutRequest(Contract):
 # good), the gateway lost it (the pool plays its chunk again, so it reaches a step only after
 # max_attempts plays), its trajectory is longer than its teacher scores, or not even its first
 # response fit.
-FailureReason = Literal["play", "env_lost", "worker_lost", "too_long", "no_response"]
+FailureReason = Literal["play", "env_lost", "env_unreachable", "worker_lost", "too_long", "no_response"]
 # Failures of the system, not of the episode: replayed first; a step with too many stops the run.
-INFRA_FAILURES: frozenset[FailureReason] = frozenset({"env_lost", "worker_lost"})
+INFRA_FAILURES: frozenset[FailureReason] = frozenset({"env_lost", "env_unreachable", "worker_lost"})
 
 
 class EpisodeFailure(Contract):
@@ -76,7 +76,9 @@ class EpisodeFailure(Contract):
         "play",
         description="play: it could not be played (the game failed on an action, say); env_lost: the "
         "env gateway lost the episode (its env worker died, or the gateway was replaced), so the chunk "
-        "is played again; worker_lost: its rollout worker died (or came back restarted) every time it "
+        "is played again; env_unreachable: the env gateway did not answer (its process died), so the "
+        "chunk is played again once the gateway is back (the watchdog replaces one this run started); "
+        "worker_lost: its rollout worker died (or came back restarted) every time it "
         "played the chunk; too_long: its trajectory exceeds what its teacher scores (a teacher restarted "
         "with a lower limit mid-step); no_response: its first prompt left no room for a response within "
         "its limit, so there is nothing to train on.",

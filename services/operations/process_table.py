@@ -31,10 +31,29 @@ def processes() -> dict[int, Process]:
     return found
 
 
-def the_process(match: Callable[[Process], bool]) -> Process:
+def descendants(every: dict[int, Process], root: int) -> set[int]:
+    """The pids below ``root`` in the process tree (its children, theirs, ...)."""
+    children: dict[int, list[int]] = {}
+    for p in every.values():
+        children.setdefault(p.parent, []).append(p.pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def the_process(match: Callable[[Process], bool], within: int | None = None) -> Process:
     """The one process ``match`` accepts whose parent it does not accept (a forked worker shares
-    its parent's command line); LookupError naming how many there were otherwise."""
+    its parent's command line), among the descendants of ``within`` if given (a run's own: another
+    run on the machine has processes of the same names); LookupError naming how many there were
+    otherwise."""
     every = processes()
+    if within is not None:
+        below = descendants(every, within)
+        every = {pid: p for pid, p in every.items() if pid in below}
     hits = {pid for pid, p in every.items() if match(p)}
     tops = [every[pid] for pid in sorted(hits) if every[pid].parent not in hits]
     if len(tops) != 1:

@@ -263,9 +263,13 @@ async def _step(env: EpisodeClient, episode: _Episode, command: str, turn: int) 
 
 
 def failure_reason(exc: BaseException) -> FailureReason:
-    """``env_lost`` when the gateway lost the episode (HTTP 410: its env worker died), which the pool
-    plays again; ``play`` for any other error, the environment's own failures among them."""
-    return "env_lost" if isinstance(exc, EpisodeLostError) else "play"
+    """``env_lost`` when the gateway lost the episode (HTTP 410: its env worker died) and
+    ``env_unreachable`` when the gateway did not answer at all (refused, or closed the connection
+    without an answer: its process died), both of which the pool plays again; ``play`` for any
+    other error, the environment's own failures among them."""
+    if isinstance(exc, EpisodeLostError):
+        return "env_lost"
+    return "env_unreachable" if isinstance(exc, httpx.TransportError) else "play"
 
 
 async def _close(env: EpisodeClient, episodes: Sequence[_Episode]) -> None:

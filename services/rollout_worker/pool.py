@@ -11,7 +11,8 @@ version that generated it, which is always the version the caller asked for.
 A chunk whose result lost episodes to the env gateway (``EpisodeFailure.reason`` ``env_lost``: the
 gateway's env worker process died under them and was replaced) is played again whole, with the same
 seeds, so the step gets the trajectories an undisturbed play gives; after ``max_attempts`` plays its
-tasks are failures with that reason. A failure of the environment itself (a game that raises on an
+tasks are failures with that reason. One that could not reach the gateway at all (``env_unreachable``:
+its process died) is played again once a new gateway is switched in (``GATEWAY_BACK_S`` at most). A failure of the environment itself (a game that raises on an
 action) is no loss: it stays in the result as the failure it is.
 
 Operations (`turnopd restart`) act from another thread while ``play`` runs: ``replace_worker``
@@ -53,6 +54,8 @@ from services.settings.per_service import RolloutWorkerServiceSettings
 log = logging.getLogger(__name__)
 
 _DEAD_POLL_S = 0.5
+# how long a chunk that could not reach the env gateway waits for a new one before its next play
+GATEWAY_BACK_S = 60.0
 _DEAD_POLLS = 20  # consecutive "actor died" answers before a worker counts as gone for good
 
 
@@ -245,12 +248,27 @@ class RolloutPool:
             lost = lost_episodes(result, gateway_switched=generation != self._env_generation)
             if lost:
                 self._count_lost(chunk, lost, generation != self._env_generation)
-                self._again(chunk, attempts, pending, failed, requests, worker, lost[0].error, "env_lost")
+                unreachable = any(f.reason == "env_unreachable" for f in lost)
+                if unreachable and attempts[chunk] < self.own.rollout_worker.max_attempts:
+                    self._await_gateway(generation)
+                reason: FailureReason = "env_unreachable" if unreachable else "env_lost"
+                self._again(chunk, attempts, pending, failed, requests, worker, lost[0].error, reason)
                 continue
             results[chunk] = result
             if on_result is not None:
                 on_result(result)
         return results, failed
+
+    def _await_gateway(self, generation: int) -> None:
+        """Wait (at most ``GATEWAY_BACK_S``) for a new env gateway after the one a chunk played
+        against stopped answering: the watchdog replaces one this run started and switches the pool
+        to it; one run elsewhere (a Kubernetes Service) comes back at the same address, which the
+        next play tries."""
+        with self._changes:
+            if self._changes.wait_for(lambda: self._env_generation != generation, GATEWAY_BACK_S):
+                log.info("the env gateway is back at %s: playing the chunk again", self._env_url)
+            else:
+                log.warning("no new env gateway after %.0f s: playing against %s again", GATEWAY_BACK_S, self._env_url)
 
     def _count_lost(self, chunk: int, lost: Sequence[EpisodeFailure], gateway_switched: bool) -> None:
         if gateway_switched:
@@ -514,6 +532,7 @@ class RolloutPool:
         with self._changes:
             self._env_url = url
             self._env_generation += 1
+            self._changes.notify_all()
 
     def publish_weights(self, weights_ref: Any, version: int, *, rewind: bool = False) -> None:
         """Load ``weights_ref`` (an ObjectRef of a state dict, or the dict) into every worker as ``version``:

@@ -88,8 +88,9 @@ def merge_results(
 def lost_episodes(result: RolloutResult, gateway_switched: bool) -> list[EpisodeFailure]:
     """The failures for which a chunk's result is played again whole (none: it is kept, failures
     and all): every failure when the env gateway was switched while it played (episodes on the old
-    gateway are gone), else those the gateway lost (``env_lost``: an env worker process died). The
-    environment's own failures (a game that raised on an action) are kept as failures."""
+    gateway are gone), else those the gateway lost (``env_lost``: an env worker process died) or
+    could not reach (``env_unreachable``: the gateway process died). The environment's own failures
+    (a game that raised on an action) are kept as failures."""
     if gateway_switched:
         return list(result.failures)
-    return [f for f in result.failures if f.reason == "env_lost"]
+    return [f for f in result.failures if f.reason in ("env_lost", "env_unreachable")]

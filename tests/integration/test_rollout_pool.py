@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -168,6 +169,23 @@ def test_a_worker_killed_mid_play_is_restarted_reloaded_and_its_episodes_replaye
     assert {t.weights_version for t in result.trajectories} == {2}
     assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
     assert pool.workers_versions() == {"rollout-worker-0": 2, "rollout-worker-1": 2}
+
+
+def test_chunks_that_could_not_reach_a_dead_gateway_are_played_again_on_the_one_switched_in(pool, gateway):
+    undisturbed = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=2, max_new_tokens=48)
+    replays = pool.stats.env_lost_replays + pool.stats.env_replays
+    with socket.socket() as free:  # an address nothing listens on: the gateway's process is gone
+        free.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{free.getsockname()[1]}"
+    pool.switch_env_gateway(dead)
+    # as the watchdog does once the new gateway answers
+    switch = threading.Timer(1.0, pool.switch_env_gateway, args=(gateway.url,))
+    switch.start()
+    result = pool.play(TASKS, h_roll=12, temperature=1.0, weights_version=2, max_new_tokens=48)
+    switch.join()
+    assert pool.stats.env_lost_replays + pool.stats.env_replays > replays  # chunks came back env_unreachable
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert [t.token_ids for t in result.trajectories] == [t.token_ids for t in undisturbed.trajectories]
 
 
 def test_a_worker_restarted_while_idle_is_counted_at_the_next_publish(pool, zoo):

@@ -288,11 +288,13 @@ def test_env_errors_lose_one_episode_each_and_the_rest_play_on(chat):
     assert sorted(env.deleted) == sorted(env.created)  # the lost episode is deleted too
 
 
-def test_only_a_lost_episode_is_env_lost():
+def test_a_lost_episode_is_env_lost_and_a_silent_gateway_env_unreachable():
     assert failure_reason(EpisodeLostError("its env worker died")) == "env_lost"
     for error in (EngineError("the game raised"), InputError("illegal action"), NotFoundError("expired")):
         assert failure_reason(error) == "play"
-    assert failure_reason(httpx.ConnectError("refused")) == "play"
+    for silent in (httpx.ConnectError("refused"), httpx.RemoteProtocolError("disconnected")):
+        assert failure_reason(silent) == "env_unreachable"
+    assert failure_reason(httpx.HTTPStatusError("500", request=None, response=None)) == "play"  # type: ignore[arg-type]
 
 
 def test_same_seed_replays_the_same_trajectories(student, chat):

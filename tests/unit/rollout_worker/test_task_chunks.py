@@ -97,6 +97,9 @@ def test_a_chunk_is_played_again_for_episodes_the_gateway_lost_not_for_the_games
     assert lost_episodes(result, gateway_switched=False) == []
     assert lost_episodes(game_failed, gateway_switched=False) == []  # kept, with its reason
     assert lost_episodes(worker_died, gateway_switched=False) == [lost]
+    silent = lost.model_copy(update={"error": "create: ConnectError", "reason": "env_unreachable"})
+    gateway_died = result.model_copy(update={"failures": [crashed, silent]})
+    assert lost_episodes(gateway_died, gateway_switched=False) == [silent]  # played again, once it is back
     # across a gateway switch every failure may be the old gateway's doing
     assert lost_episodes(game_failed, gateway_switched=True) == [crashed]
     assert lost_episodes(result, gateway_switched=True) == []
