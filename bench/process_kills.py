@@ -26,6 +26,7 @@ Trials are appended to ``--out`` (a JSONL) as they finish; a second call skips t
 """
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -57,22 +58,26 @@ def gateway(run: Path) -> Callable[[Process], bool]:
 
 
 def victim(kind: str, run: Path, driver: int) -> int:
-    """The pid to SIGKILL for ``kind`` in the run at ``run`` (driver: `turnopd train`'s pid)."""
+    """The pid to SIGKILL for ``kind`` in the run at ``run`` (driver: `turnopd train`'s pid), among
+    that run's own processes (those below its driver)."""
+    mine = driver
     match kind:
         case "driver":
             return driver
         case "learner":
-            return the_process(lambda p: p.command.startswith("ray::SoloLearnerWorker")).pid
+            return the_process(lambda p: p.command.startswith("ray::SoloLearnerWorker"), mine).pid
         case "run-control":
-            return the_process(lambda p: p.command.startswith("ray::RunControlActor")).pid
+            return the_process(lambda p: p.command.startswith("ray::RunControlActor"), mine).pid
         case "teacher-replica":
-            return the_process(lambda p: p.command.startswith("ray::ServeReplica:teacher")).pid
+            return the_process(lambda p: p.command.startswith("ray::ServeReplica:teacher"), mine).pid
         case "redis-server":
-            return the_process(lambda p: "redis-server " in p.command and p.cwd.startswith(str(run))).pid
+            return the_process(
+                lambda p: "redis-server " in p.command and p.cwd.startswith(str(run)), mine
+            ).pid
         case "env-gateway":
-            return the_process(gateway(run)).pid
+            return the_process(gateway(run), mine).pid
         case "env-worker":
-            parent = the_process(gateway(run)).pid
+            parent = the_process(gateway(run), mine).pid
             children = sorted(
                 p.pid
                 for p in processes().values()
@@ -91,16 +96,37 @@ def metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+STARTED: list[subprocess.Popen[bytes]] = []  # this trial's `turnopd train` processes
+
+
 def train(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     with log.open("ab") as sink:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "train", *args],
-            stdout=sink,
-            stderr=sink,
-            env=env,
-            cwd=REPO,
+        STARTED.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "services.cli", "train", *args],
+                stdout=sink,
+                stderr=sink,
+                env=env,
+                cwd=REPO,
+                start_new_session=True,  # a trial that goes wrong is stopped whole (stop_trial)
+            )
         )
+        return STARTED[-1]
+
+
+def stop_trial(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a trial that went wrong, its Ray cluster and services with it (its process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def commit() -> str:
+    """The commit the trials measure (with ``+`` when the work tree differs from it)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "services"], cwd=REPO).returncode
+    return head.stdout.strip() + ("+" if dirty else "")
 
 
 def trial(kind: str, index: int, seed: int, staleness: int, root: Path) -> dict:
@@ -194,12 +220,23 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
     done = {(r["kind"], r["trial"], r["seed"], r["staleness"]) for r in rows}
+    head = commit()
     with tempfile.TemporaryDirectory(prefix="process-kills-") as tmp:
         for index in range(args.trials):
             for kind in args.kinds:
                 if (kind, index, args.seed, args.staleness) in done:
                     continue
-                row = trial(kind, index, args.seed, args.staleness, Path(tmp))
+                try:
+                    row = trial(kind, index, args.seed, args.staleness, Path(tmp))
+                except Exception as exc:  # a trial that went wrong is a row too, never a stop
+                    row = {"kind": kind, "trial": index, "seed": args.seed, "staleness": args.staleness}
+                    row |= {"completed": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+                    row |= {"repeated": 0, "failed": 0, "redone": 0}
+                finally:
+                    for proc in STARTED:  # what a killed driver left behind among them
+                        stop_trial(proc)
+                    STARTED.clear()
+                row["commit"] = head
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 with args.out.open("a") as out:

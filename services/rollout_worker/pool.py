@@ -268,7 +268,9 @@ class RolloutPool:
             if self._changes.wait_for(lambda: self._env_generation != generation, GATEWAY_BACK_S):
                 log.info("the env gateway is back at %s: playing the chunk again", self._env_url)
             else:
-                log.warning("no new env gateway after %.0f s: playing against %s again", GATEWAY_BACK_S, self._env_url)
+                log.warning(
+                    "no new env gateway after %.0f s: playing against %s again", GATEWAY_BACK_S, self._env_url
+                )
 
     def _count_lost(self, chunk: int, lost: Sequence[EpisodeFailure], gateway_switched: bool) -> None:
         if gateway_switched:
