@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,7 +130,52 @@ def commit() -> str:
     return head.stdout.strip() + ("+" if dirty else "")
 
 
-def trial(kind: str, index: int, seed: int, staleness: int, root: Path) -> dict:
+def final_state(run: Path) -> tuple[dict, list[dict]]:
+    """The run's last checkpoint's weights and its controller's log (what an exact resume repeats)."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(run / "checkpoints" / f"step_{STEPS:06d}" / "model.safetensors"))
+    lines = (run / "controller.jsonl").read_text().splitlines()
+    return weights, [json.loads(line) for line in lines if line.strip()]
+
+
+def reference(staleness: int, head: str) -> tuple[dict, list[dict]]:
+    """An uninterrupted run of the trials' config, run once per commit and staleness (cached)."""
+    run = (
+        Path.home()
+        / ".cache"
+        / "turnopd"
+        / "bench"
+        / "process-kills"
+        / f"reference-{head}-s{staleness}"
+        / "run"
+    )
+    if not (run / "checkpoints" / f"step_{STEPS:06d}").exists():
+        if run.parent.exists():
+            shutil.rmtree(run.parent)
+        run.parent.mkdir(parents=True)
+        config = run.parent / "config.toml"
+        config.write_text(config_text(staleness))
+        print(f"an uninterrupted run for reference: {run}", flush=True)
+        rc = train(["--config", str(config), "--run-dir", str(run)], run.parent / "train.log").wait(
+            timeout=1800
+        )
+        STARTED.clear()
+        if rc != 0:
+            raise RuntimeError(f"the uninterrupted reference run exited {rc}: {run.parent / 'train.log'}")
+    return final_state(run)
+
+
+def against(run: Path, ref: tuple[dict, list[dict]]) -> dict:
+    """How the trial's final weights and controller log compare with the uninterrupted run's."""
+    weights, decisions = final_state(run)
+    diff = max(float((weights[name].float() - ref[0][name].float()).abs().max()) for name in ref[0])
+    return {"weights_max_abs_diff": diff, "controller_equal": decisions == ref[1]}
+
+
+def trial(
+    kind: str, index: int, seed: int, staleness: int, root: Path, ref: tuple[dict, list[dict]] | None
+) -> dict:
     rng = random.Random(f"{seed}:{kind}:{index}:{staleness}")
     run = root / f"{kind}-{index}" / "run"
     run.parent.mkdir(parents=True)
@@ -177,6 +223,7 @@ def trial(kind: str, index: int, seed: int, staleness: int, root: Path) -> dict:
     for m in metrics(run):
         for why, n in (m.get("failure_reasons") or {}).items():
             reasons[why] = reasons.get(why, 0) + n
+    completed = rc == 0 and sorted(set(steps)) == list(range(1, STEPS + 1))
     return {
         "kind": kind,
         "trial": index,
@@ -184,25 +231,31 @@ def trial(kind: str, index: int, seed: int, staleness: int, root: Path) -> dict:
         "staleness": staleness,
         "delay_s": round(delay, 3),
         "rc": rc,
-        "completed": rc == 0 and sorted(set(steps)) == list(range(1, STEPS + 1)),
+        "completed": completed,
         "repeated": len(steps) - len(set(steps)),
         "failed": sum(int(m["failed_episodes"]) for m in metrics(run)),
         "failure_reasons": reasons,
         "redone": redone,
         "recoveries": [r["request_id"] for r in restarts],
         "wall_s": round(time.monotonic() - started, 1),
+        **(against(run, ref) if completed and ref is not None else {}),
     }
 
 
 def table(rows: list[dict]) -> str:
-    out = [f"{'kind':16} {'trials':>6} {'completed':>9} {'repeated':>8} {'failed':>6} {'redone max':>10}"]
+    head = f"{'kind':16} {'trials':>6} {'completed':>9} {'repeated':>8} {'failed':>6} {'redone max':>10}"
+    out = [head + f" {'exact end':>9} {'max |dw|':>9}"]
     for kind in KINDS:
         mine = [r for r in rows if r["kind"] == kind]
         if mine:
             done = sum(r["completed"] for r in mine)
+            checked = [r for r in mine if "controller_equal" in r]
+            exact = sum(r["controller_equal"] and r["weights_max_abs_diff"] == 0.0 for r in checked)
+            worst = max((r["weights_max_abs_diff"] for r in checked), default=float("nan"))
             out.append(
                 f"{kind:16} {len(mine):>6} {done:>6}/{len(mine):<2} {sum(r['repeated'] for r in mine):>8} "
-                f"{sum(r['failed'] for r in mine):>6} {max(r['redone'] for r in mine):>10}"
+                f"{sum(r['failed'] for r in mine):>6} {max(r['redone'] for r in mine):>10} "
+                f"{exact:>6}/{len(checked):<2} {worst:>9.2g}"
             )
     return "\n".join(out)
 
@@ -221,13 +274,15 @@ def main() -> None:
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
     done = {(r["kind"], r["trial"], r["seed"], r["staleness"]) for r in rows}
     head = commit()
+    # at staleness 0 a run's end is exact whatever died: compared with an uninterrupted one
+    ref = reference(args.staleness, head) if args.staleness == 0 else None
     with tempfile.TemporaryDirectory(prefix="process-kills-") as tmp:
         for index in range(args.trials):
             for kind in args.kinds:
                 if (kind, index, args.seed, args.staleness) in done:
                     continue
                 try:
-                    row = trial(kind, index, args.seed, args.staleness, Path(tmp))
+                    row = trial(kind, index, args.seed, args.staleness, Path(tmp), ref)
                 except Exception as exc:  # a trial that went wrong is a row too, never a stop
                     row = {"kind": kind, "trial": index, "seed": args.seed, "staleness": args.staleness}
                     row |= {"completed": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
