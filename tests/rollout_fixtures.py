@@ -3,14 +3,16 @@ an engine that replays rendered expert episodes."""
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+
+from scripted_engines import ScriptedEngine
 
 from services.cache_dir import resolve_cache_dir
 from services.envs.game_cache import file_lock
 from services.errors import ConflictError
 from services.models.build import build_zoo
-from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
+from services.rollout_worker.engines import Generation, GenerationParams
 from services.settings import TurnOPDSettings, load_settings
 from services.teacher_training.rendering import RenderedEpisode
 
@@ -103,35 +105,18 @@ def override_sections(text: str, overrides: str) -> str:
     return text.rstrip("\n") + "\n" + overrides
 
 
-class ReplayEngine(GenerationEngine):
+class ReplayEngine(ScriptedEngine):
     """Answers a prompt that is a rendered episode's prefix with that episode's next response ids:
     the agent loop driven by it must show exactly the text teacher training renders."""
 
-    kind = "transformers"
-
     def __init__(self, episodes: Sequence[RenderedEpisode], end_of_turn: int) -> None:
+        super().__init__(end_of_turn)
         self._answers: dict[tuple[int, ...], list[int]] = {
             tuple(e.token_ids[:start]): e.token_ids[start:end]
             for e in episodes
             for start, end in e.response_spans
         }
-        self._end = end_of_turn
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
         answers = [self._answers[tuple(p)] for p in prompts]  # KeyError: the loop showed other text
         return [Generation(a, [0.0] * len(a), "stop") for a in answers]
-
-    def load_weights(self, state_dict: Mapping[str, object], version: int, *, rewind: bool = False) -> None:  # type: ignore[override]
-        raise NotImplementedError
-
-    @property
-    def weights_version(self) -> int:
-        return 0
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return (self._end,)
-
-    @property
-    def max_positions(self) -> int:
-        return 8192

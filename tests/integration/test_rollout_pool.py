@@ -9,12 +9,13 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import httpx
 import pytest
 import ray
 from rollout_fixtures import gateway_config, rollout_settings, zoo_cache_dir
+from scripted_engines import ScriptedEngine
 
 from services.agent.chat_format import ChatFormat
 from services.agent.tool_calls import format_response
@@ -274,16 +275,14 @@ def gateway_health(gateway: LocalGateway) -> dict:
     return httpx.get(f"{gateway.url}/healthz", timeout=5.0).json()
 
 
-class FirstActionEngine(GenerationEngine):
+class FirstActionEngine(ScriptedEngine):
     """Answers every prompt with a tool call of the first action the prompt's last list of admissible
     actions names (the zoo's random student never makes one, so it never steps a game), after
     ``before_turn(turn)``."""
 
-    kind = "transformers"
-
     def __init__(self, chat: ChatFormat, before_turn: Callable[[int], None] = lambda turn: None) -> None:
+        super().__init__(chat.tokenizer.convert_tokens_to_ids("<|im_end|>"))
         self.chat, self.before_turn, self.turns = chat, before_turn, 0
-        self._end = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
         self.before_turn(self.turns)
@@ -295,21 +294,6 @@ class FirstActionEngine(GenerationEngine):
             ids = [*self.chat.tokenizer.encode(format_response(action), add_special_tokens=False), self._end]
             out.append(Generation(ids, [0.0] * len(ids), "stop"))
         return out
-
-    def load_weights(self, state_dict: Mapping[str, object], version: int, *, rewind: bool = False) -> None:  # type: ignore[override]
-        raise NotImplementedError
-
-    @property
-    def weights_version(self) -> int:
-        return 0
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return (self._end,)
-
-    @property
-    def max_positions(self) -> int:
-        return 8192
 
 
 def test_an_env_worker_killed_mid_play_loses_its_running_episodes_as_env_lost(gateway, zoo):

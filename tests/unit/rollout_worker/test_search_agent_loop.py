@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from scripted_engines import ScriptedEngine
 
 from services.agent.chat_format import ChatFormat
 from services.contracts.env_gateway import EpisodeCreate, EpisodeStart, StepResult
@@ -22,7 +23,7 @@ from services.envs.search.protocol import format_search_response
 from services.envs.search.settings import SearchEnvSettings
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
-from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams
+from services.rollout_worker.engines import Generation, GenerationParams
 
 
 class InProcessSearchGateway:
@@ -71,14 +72,12 @@ class InProcessSearchGateway:
         self.sessions.pop(episode_id)
 
 
-class ExpertEngine(GenerationEngine):
+class ExpertEngine(ScriptedEngine):
     """Answers each prompt with the expert's next action (first turn of every game: a malformed reply)."""
 
-    kind = "transformers"
-
     def __init__(self, chat: ChatFormat, gateway: InProcessSearchGateway, stumble: bool) -> None:
+        super().__init__(chat.tokenizer.convert_tokens_to_ids("<|im_end|>"))
         self.chat, self.gateway, self.stumble = chat, gateway, stumble
-        self._end = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
         self.prompts: list[str] = []
 
     def generate(self, prompts: Sequence[Sequence[int]], params: GenerationParams) -> list[Generation]:
@@ -99,21 +98,6 @@ class ExpertEngine(GenerationEngine):
             ids = [*self.chat.tokenizer.encode(response, add_special_tokens=False), self._end]
             out.append(Generation(ids, [-1.0] * len(ids), "stop"))
         return out
-
-    def load_weights(self, state_dict, version: int, *, rewind=False) -> None:  # type: ignore[no-untyped-def]
-        raise NotImplementedError
-
-    @property
-    def weights_version(self) -> int:
-        return 0
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        return (self._end,)
-
-    @property
-    def max_positions(self) -> int:
-        return 8192
 
 
 @pytest.fixture(scope="module")
