@@ -26,6 +26,7 @@ from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, endpoint_client
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.placement import replica_resources
+from services.teacher_scorer.retry import RetryPolicy
 from services.teacher_scorer.serve_app import teacher_application
 from services.teacher_scorer.token_probe import StudentTokens, student_tokens
 
@@ -79,7 +80,9 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
             return
         deploy_teacher(self.settings)
         self.deployed = True
-        self.handle = TeacherHandleClient(app=self.settings.app)
+        self.handle = TeacherHandleClient(
+            app=self.settings.app, policy=RetryPolicy.from_settings(self.settings)
+        )
 
     def _student_tokens(self) -> StudentTokens:
         """The tokenizer probe as the run's student reads it."""

@@ -56,6 +56,9 @@ P = ParamSpec("P")
 
 # Gateway errors that lose one episode (the others play on); anything else is a bug and propagates.
 _EPISODE_ERRORS = (TurnOPDError, httpx.HTTPError)
+# the gateway did not answer: nobody listening, or the connection dropped (its process died); a
+# call that timed out on a live gateway (a slow game, ``env_timeout_s``) is not among them
+_SILENT_GATEWAY = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout)
 _BUSY_RETRIES = 5
 _BUSY_BACKOFF_S = 0.5
 
@@ -269,7 +272,7 @@ def failure_reason(exc: BaseException) -> FailureReason:
     other error, the environment's own failures among them."""
     if isinstance(exc, EpisodeLostError):
         return "env_lost"
-    return "env_unreachable" if isinstance(exc, httpx.TransportError) else "play"
+    return "env_unreachable" if isinstance(exc, _SILENT_GATEWAY) else "play"
 
 
 async def _close(env: EpisodeClient, episodes: Sequence[_Episode]) -> None:

@@ -221,7 +221,9 @@ class RolloutPool:
                     due[ref] = time.monotonic() + chunk_timeout_s
             if not inflight:  # every worker is gone
                 for chunk in pending:
-                    failed[chunk] = self._fail(requests[chunk], POOL_NAME, "no rollout worker is left")
+                    failed[chunk] = self._fail(
+                        requests[chunk], POOL_NAME, "no rollout worker is left", "worker_lost"
+                    )
                 break
             ready = self._wait_one(inflight, due, chunk_timeout_s)
             if ready is None:

@@ -294,6 +294,7 @@ def test_a_lost_episode_is_env_lost_and_a_silent_gateway_env_unreachable():
         assert failure_reason(error) == "play"
     for silent in (httpx.ConnectError("refused"), httpx.RemoteProtocolError("disconnected")):
         assert failure_reason(silent) == "env_unreachable"
+    assert failure_reason(httpx.ReadTimeout("a slow game")) == "play"  # the gateway is there
     assert failure_reason(httpx.HTTPStatusError("500", request=None, response=None)) == "play"  # type: ignore[arg-type]
 
 
