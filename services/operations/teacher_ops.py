@@ -81,7 +81,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         deploy_teacher(self.settings)
         self.deployed = True
         self.handle = TeacherHandleClient(
-            app=self.settings.app, policy=RetryPolicy.from_settings(self.settings)
+            app=self.settings.app, policy=RetryPolicy.from_settings(self.settings.teacher)
         )
 
     def _student_tokens(self) -> StudentTokens:
