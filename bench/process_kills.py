@@ -19,8 +19,9 @@ A run completes when it exits 0 with steps 1..4 each logged once. ``repeated``: 
 dropped silently); ``redone``: steps trained again after a checkpoint (the learner and the driver:
 at most ``checkpoint_every - 1`` is the target).
 
-Trials are appended to ``--out`` (a JSONL) as they finish; a second call skips those done, so the
-20 trials a kind takes can be spread over sittings:
+Trials are appended to ``--out`` (a JSONL) as they finish, each naming the commit it ran (``+``: with
+changes under ``services/`` not committed; the trials run the work tree, so leave it alone meanwhile);
+a second call skips those done, so the 20 trials a kind takes can be spread over sittings:
 
     PYTHONPATH=$PWD python bench/process_kills.py --trials 20 [--kinds learner driver] [--staleness 0]
 """
@@ -291,7 +292,7 @@ def main() -> None:
                     for proc in STARTED:  # what a killed driver left behind among them
                         stop_trial(proc)
                     STARTED.clear()
-                row["commit"] = head
+                row["commit"] = commit()  # the code this trial ran: the work tree's, as it is now
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 with args.out.open("a") as out:
