@@ -270,10 +270,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=60)
     parser.add_argument("--staleness", type=int, default=0)
     parser.add_argument("--out", type=Path, default=REPO / "docs/results/records/process-kills/trials.jsonl")
+    parser.add_argument(
+        "--table", action="store_true", help="print the table of the trials in --out, run none"
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
     done = {(r["kind"], r["trial"], r["seed"], r["staleness"]) for r in rows}
+    if args.table:
+        print(table([r for r in rows if r["seed"] == args.seed and r["staleness"] == args.staleness]))
+        return
     head = commit()
     # at staleness 0 a run's end is exact whatever died: compared with an uninterrupted one
     ref = reference(args.staleness, head) if args.staleness == 0 else None

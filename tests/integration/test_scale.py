@@ -105,9 +105,9 @@ def test_pools_resized_while_training(ray_session, tmp_path):
     result, status, version = seen["grown"]
     assert result.ok and result.message.startswith("rollout pool 1 -> 2 workers at weights version ")
     held = int(result.message.rsplit(" ", 1)[1])
-    # grown while the step loop waited after step 1 (weights 1 published, none since): the new
-    # worker loaded exactly the pool's version before it could play
-    assert version == held == status.weights_version == metrics[0].weights_version == 1
+    # grown while the step loop waited on step 1's line (the pool gets a step's weights after its
+    # line): the new worker loaded exactly the pool's version, the one before, before it could play
+    assert version == held == status.weights_version == metrics[0].weights_version - 1 == 0
     assert [s.name for s in status.services if s.name.startswith("rollout-worker-")] == [
         "rollout-worker-0",
         "rollout-worker-1",
