@@ -37,10 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from services.operations.process_table import Process, processes, the_process
+from services.cache_dir import resolve_cache_dir
+from services.operations.process_table import run_process
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS, EVERY = 4, 2
@@ -55,40 +55,10 @@ def config_text(staleness: int) -> str:
     return text + f"\n[pipeline]\nmax_staleness = {staleness}\n"
 
 
-def gateway(run: Path) -> Callable[[Process], bool]:
-    return lambda p: "serve env-gateway" in p.command and str(run) in p.command
-
-
 def victim(kind: str, run: Path, driver: int) -> int:
     """The pid to SIGKILL for ``kind`` in the run at ``run`` (driver: `turnopd train`'s pid), among
     that run's own processes (those below its driver)."""
-    mine = driver
-    match kind:
-        case "driver":
-            return driver
-        case "learner":
-            return the_process(lambda p: p.command.startswith("ray::SoloLearnerWorker"), mine).pid
-        case "run-control":
-            return the_process(lambda p: p.command.startswith("ray::RunControlActor"), mine).pid
-        case "teacher-replica":
-            return the_process(lambda p: p.command.startswith("ray::ServeReplica:teacher"), mine).pid
-        case "redis-server":
-            return the_process(
-                lambda p: "redis-server " in p.command and p.cwd.startswith(str(run)), mine
-            ).pid
-        case "env-gateway":
-            return the_process(gateway(run), mine).pid
-        case "env-worker":
-            parent = the_process(gateway(run), mine).pid
-            children = sorted(
-                p.pid
-                for p in processes().values()
-                if p.parent == parent and "services.env_gateway.worker_process" in p.command
-            )
-            if not children:
-                raise LookupError(f"the env gateway (pid {parent}) has no worker process")
-            return children[0]
-    raise ValueError(kind)
+    return driver if kind == "driver" else run_process(kind, run, driver)
 
 
 def metrics(run: Path) -> list[dict]:
@@ -142,15 +112,7 @@ def final_state(run: Path) -> tuple[dict, list[dict]]:
 
 def reference(staleness: int, head: str) -> tuple[dict, list[dict]]:
     """An uninterrupted run of the trials' config, run once per commit and staleness (cached)."""
-    run = (
-        Path.home()
-        / ".cache"
-        / "turnopd"
-        / "bench"
-        / "process-kills"
-        / f"reference-{head}-s{staleness}"
-        / "run"
-    )
+    run = resolve_cache_dir() / "bench" / "process-kills" / f"reference-{head}-s{staleness}" / "run"
     if not (run / "checkpoints" / f"step_{STEPS:06d}").exists():
         if run.parent.exists():
             shutil.rmtree(run.parent)
@@ -158,10 +120,9 @@ def reference(staleness: int, head: str) -> tuple[dict, list[dict]]:
         config = run.parent / "config.toml"
         config.write_text(config_text(staleness))
         print(f"an uninterrupted run for reference: {run}", flush=True)
-        rc = train(["--config", str(config), "--run-dir", str(run)], run.parent / "train.log").wait(
-            timeout=1800
-        )
-        STARTED.clear()
+        proc = train(["--config", str(config), "--run-dir", str(run)], run.parent / "train.log")
+        rc = proc.wait(timeout=1800)
+        stop_trial(STARTED.pop())  # what it may have left behind
         if rc != 0:
             raise RuntimeError(f"the uninterrupted reference run exited {rc}: {run.parent / 'train.log'}")
     return final_state(run)

@@ -60,8 +60,10 @@ class RolloutRequest(Contract):
 # max_attempts plays), its trajectory is longer than its teacher scores, or not even its first
 # response fit.
 FailureReason = Literal["play", "env_lost", "env_unreachable", "worker_lost", "too_long", "no_response"]
+# The gateway's failures: a chunk with one is played again whole, with the same seeds.
+GATEWAY_FAILURES: frozenset[FailureReason] = frozenset({"env_lost", "env_unreachable"})
 # Failures of the system, not of the episode: replayed first; a step with too many stops the run.
-INFRA_FAILURES: frozenset[FailureReason] = frozenset({"env_lost", "env_unreachable", "worker_lost"})
+INFRA_FAILURES: frozenset[FailureReason] = GATEWAY_FAILURES | {"worker_lost"}
 
 
 class EpisodeFailure(Contract):

@@ -59,3 +59,31 @@ def the_process(match: Callable[[Process], bool], within: int | None = None) -> 
     if len(tops) != 1:
         raise LookupError(f"{len(tops)} processes match, not 1: {[(p.pid, p.command[:80]) for p in tops]}")
     return tops[0]
+
+
+# A run's processes by kind, as the run dir names them: redis-server retitles itself
+# ".../redis-server 127.0.0.1:PORT" and runs in its data directory; the gateway's command line names
+# the run's settings file; Ray titles an actor's process ``ray::Class``.
+RUN_PROCESSES: dict[str, Callable[[Process, str], bool]] = {
+    "learner": lambda p, run: p.command.startswith("ray::SoloLearnerWorker"),
+    "run-control": lambda p, run: p.command.startswith("ray::RunControlActor"),
+    "teacher-replica": lambda p, run: p.command.startswith("ray::ServeReplica:teacher"),
+    "redis-server": lambda p, run: "redis-server " in p.command and p.cwd.startswith(run),
+    "env-gateway": lambda p, run: "serve env-gateway" in p.command and run in p.command,
+}
+
+
+def run_process(kind: str, run: Path, within: int) -> int:
+    """The pid of the run's process of ``kind`` (a key of ``RUN_PROCESSES``, or ``env-worker``: the
+    gateway's first env worker process), among the descendants of ``within`` (its driver)."""
+    if kind != "env-worker":
+        return the_process(lambda p: RUN_PROCESSES[kind](p, str(run)), within).pid
+    gateway = run_process("env-gateway", run, within)
+    workers = sorted(
+        p.pid
+        for p in processes().values()
+        if p.parent == gateway and "services.env_gateway.worker_process" in p.command
+    )
+    if not workers:
+        raise LookupError(f"the env gateway (pid {gateway}) has no worker process")
+    return workers[0]

@@ -12,8 +12,9 @@ A chunk whose result lost episodes to the env gateway (``EpisodeFailure.reason``
 gateway's env worker process died under them and was replaced) is played again whole, with the same
 seeds, so the step gets the trajectories an undisturbed play gives; after ``max_attempts`` plays its
 tasks are failures with that reason. One that could not reach the gateway at all (``env_unreachable``:
-its process died) is played again once a new gateway is switched in (``GATEWAY_BACK_S`` at most). A failure of the environment itself (a game that raises on an
-action) is no loss: it stays in the result as the failure it is.
+its process died) is played again once a new gateway is switched in (waiting ``GATEWAY_BACK_S`` at
+most, once for all the chunks that found that gateway silent). A failure of the environment itself
+(a game that raises on an action) is no loss: it stays in the result as the failure it is.
 
 Operations (`turnopd restart`) act from another thread while ``play`` runs: ``replace_worker``
 swaps a worker for a fresh actor (its chunk in flight dies with it and is played again by the
@@ -200,6 +201,7 @@ class RolloutPool:
             idle = deque(i for i in range(known) if i not in self._lost and i not in self._retiring)
         inflight: dict[Any, tuple[int, int, int, Any]] = {}  # ref -> (worker, chunk, env generation, handle)
         due: dict[Any, float] = {}  # ref -> when its chunk is overdue (rollout_worker.chunk_timeout_s)
+        silent: dict[int, float] = {}  # env generation -> until when chunks wait for the next gateway
         chunk_timeout_s = self.own.rollout_worker.chunk_timeout_s
         while pending or inflight:
             with self._changes:  # workers a resize added since: they play from now on
@@ -252,7 +254,8 @@ class RolloutPool:
                 self._count_lost(chunk, lost, generation != self._env_generation)
                 unreachable = any(f.reason == "env_unreachable" for f in lost)
                 if unreachable and attempts[chunk] < self.own.rollout_worker.max_attempts:
-                    self._await_gateway(generation)
+                    back_by = silent.setdefault(generation, time.monotonic() + GATEWAY_BACK_S)
+                    self._await_gateway(generation, back_by)
                 reason: FailureReason = "env_unreachable" if unreachable else "env_lost"
                 self._again(chunk, attempts, pending, failed, requests, worker, lost[0].error, reason)
                 continue
@@ -261,18 +264,21 @@ class RolloutPool:
                 on_result(result)
         return results, failed
 
-    def _await_gateway(self, generation: int) -> None:
-        """Wait (at most ``GATEWAY_BACK_S``) for a new env gateway after the one a chunk played
-        against stopped answering: the watchdog replaces one this run started and switches the pool
-        to it; one run elsewhere (a Kubernetes Service) comes back at the same address, which the
-        next play tries."""
+    def _await_gateway(self, generation: int, back_by: float) -> None:
+        """Wait (until ``back_by``: ``GATEWAY_BACK_S`` after the first chunk found the gateway of
+        ``generation`` silent, once for all of them) for a new env gateway: the watchdog replaces one
+        this run started and switches the pool to it; one run elsewhere (a Kubernetes Service) comes
+        back at the same address, which the next play tries."""
         with self._changes:
-            if self._changes.wait_for(lambda: self._env_generation != generation, GATEWAY_BACK_S):
-                log.info("the env gateway is back at %s: playing the chunk again", self._env_url)
-            else:
-                log.warning(
-                    "no new env gateway after %.0f s: playing against %s again", GATEWAY_BACK_S, self._env_url
-                )
+            back = self._changes.wait_for(
+                lambda: self._env_generation != generation, max(0.0, back_by - time.monotonic())
+            )
+        if back:
+            log.info("the env gateway is back at %s: playing the chunk again", self._env_url)
+        else:
+            log.warning(
+                "no new env gateway in %.0f s: playing against %s again", GATEWAY_BACK_S, self._env_url
+            )
 
     def _count_lost(self, chunk: int, lost: Sequence[EpisodeFailure], gateway_switched: bool) -> None:
         if gateway_switched:

@@ -4,7 +4,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 
-from services.contracts.rollout import EpisodeFailure, EpisodeTask, RolloutResult
+from services.contracts.rollout import GATEWAY_FAILURES, EpisodeFailure, EpisodeTask, RolloutResult
 from services.contracts.trajectory import Trajectory
 from services.errors import InputError
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
@@ -93,4 +93,4 @@ def lost_episodes(result: RolloutResult, gateway_switched: bool) -> list[Episode
     (a game that raised on an action) are kept as failures."""
     if gateway_switched:
         return list(result.failures)
-    return [f for f in result.failures if f.reason in ("env_lost", "env_unreachable")]
+    return [f for f in result.failures if f.reason in GATEWAY_FAILURES]

@@ -17,6 +17,7 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from controller_replay import assert_decisions_equal_replay
@@ -26,7 +27,7 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.operations import RestartResult
 from services.contracts.orchestrator import StepMetrics
 from services.learner.checkpoint import latest_checkpoint
-from services.operations.process_table import processes, the_process
+from services.operations.process_table import run_process
 from services.orchestrator.pipeline import train
 from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
@@ -47,31 +48,19 @@ def test_killed_processes_are_replaced_and_the_run_finishes_every_step_once(ray_
     assert settings.pipeline.max_staleness == staleness and not settings.controller.resolved_redis_url()
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json())
-    here, me = str(tmp_path), os.getpid()  # this run's processes: ours, below this test's process
+    me = os.getpid()  # this run's processes: ours, below this test's process
 
-    def pid_of(match):
-        return lambda: the_process(match, within=me).pid
-
-    gateway = pid_of(lambda p: "serve env-gateway" in p.command and here in p.command)
-
-    def env_worker() -> int:
-        parent = gateway()
-        workers = [
-            p
-            for p in processes().values()
-            if p.parent == parent and "env_gateway.worker_process" in p.command
-        ]
-        return min(p.pid for p in workers)
+    def pid_of(kind: str) -> Callable[[], int]:
+        return lambda: run_process(kind, run.root, within=me)
 
     victims = {  # after step k's line, somewhere inside the next step: what is killed
-        # redis-server retitles itself ".../redis-server 127.0.0.1:PORT" and runs in its data directory
-        1: ("redis-server", pid_of(lambda p: "redis-server " in p.command and p.cwd.startswith(here))),
-        2: ("env worker", env_worker),
+        1: ("redis-server", pid_of("redis-server")),
+        2: ("env worker", pid_of("env-worker")),
         # after an odd step: the learner dies in or after an even one, past its last checkpoint
-        3: ("learner", pid_of(lambda p: p.command.startswith("ray::SoloLearnerWorker"))),
-        4: ("env gateway", gateway),
-        5: ("run-control", pid_of(lambda p: p.command.startswith("ray::RunControlActor"))),
-        6: ("teacher replica", pid_of(lambda p: p.command.startswith("ray::ServeReplica:teacher"))),
+        3: ("learner", pid_of("learner")),
+        4: ("env gateway", pid_of("env-gateway")),
+        5: ("run-control", pid_of("run-control")),
+        6: ("teacher replica", pid_of("teacher-replica")),
     }
     rng = random.Random(SEED * 10 + staleness)
     seen: list[StepMetrics] = []
