@@ -102,11 +102,17 @@ class RestartLoop:
                     self._stop.wait(self.poll_s)
                     continue
                 log.info("restarting %s (request %s)", request.service, request.request_id)
-                self._finish(self.restarts.run(request, self.live.steps_done))
+                self._finish(self._carry_out(request, self.live.steps_done))
                 self._reviving.discard(request.service)
         except BaseException as exc:  # re-raised on the step loop's thread by check()
             log.exception("the restart loop failed")
             self._failure = exc
+
+    def _carry_out(self, request: RestartRequest, steps_done: int) -> RestartResult:
+        """``request`` carried out, with `turnopd status` showing its service as restarting meanwhile."""
+        self.restarts.in_progress = request
+        self.live.publish()
+        return self.restarts.run(request, steps_done)
 
     def _finish(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
@@ -128,7 +134,7 @@ class RestartLoop:
         with self._lock:
             deferred, self._deferred = self._deferred, []
         for request in deferred:
-            self._finish(self.restarts.run(request, steps_done))
+            self._finish(self._carry_out(request, steps_done))
 
     def stop(self) -> None:
         """Stop taking requests and answer the ones left: the run is over."""

@@ -55,10 +55,16 @@ class ServiceRestarts:
         self.counts = services.counts
         self.services = services.by_kind()  # in the order `turnopd status` lists them
         self.history: list[RestartResult] = []
+        self.in_progress: RestartRequest | None = None  # the restart being carried out now
 
     def status(self, step: int) -> list[ServiceStatus]:
-        """Every service's rows of `turnopd status`, ``step`` steps done."""
-        return [row for service in self.services.values() for row in service.status(step)]
+        """Every service's rows of `turnopd status`, ``step`` steps done; the rows of a restart being
+        carried out say ``restarting`` (its old process may already be gone, its new one not yet in)."""
+        rows = [row for service in self.services.values() for row in service.status(step)]
+        request = self.in_progress
+        if request is None or request.replicas is not None:
+            return rows
+        return [_restarting(row, request) if _restarted_by(row.name, request) else row for row in rows]
 
     def run(self, request: RestartRequest, step: int) -> RestartResult:
         """Carry out ``request`` with ``step`` steps done; failures come back as a result with ``ok=False``.
@@ -66,6 +72,7 @@ class ServiceRestarts:
         A learner restart must run on the driver's thread between steps (``RestartLoop`` does so).
         """
         started_at, t0 = time.time(), time.perf_counter()
+        self.in_progress = request
         try:
             service = self._service(request.service)
             if request.replicas is not None:
@@ -78,6 +85,8 @@ class ServiceRestarts:
         except RESTART_ERRORS as exc:  # the operator's boundary: report the failure, train on
             log.exception("restart of %s failed", request.service)
             message, ok = f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}", False
+        finally:
+            self.in_progress = None
         result = RestartResult(
             request_id=request.request_id,
             service=request.service,
@@ -103,3 +112,14 @@ class ServiceRestarts:
         if index is not None:
             return self.pool.replace_worker(index, change)
         return service.replace(change, step)
+
+
+def _restarted_by(row: str, request: RestartRequest) -> bool:
+    """Whether the `turnopd status` row ``row`` is one ``request`` replaces."""
+    if request.service == "rollout-pool":
+        return row.startswith("rollout-worker-")
+    return row == request.service or (request.service == "teacher" and row.startswith("teacher-"))
+
+
+def _restarting(row: ServiceStatus, request: RestartRequest) -> ServiceStatus:
+    return row.model_copy(update={"health": "restarting", "detail": f"restart {request.request_id} in progress"})

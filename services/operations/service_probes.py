@@ -118,7 +118,16 @@ def probe_services(status: RunStatus, timeout_s: float = 5.0) -> RunStatus:
                 service = probe_worker(service, timeout_s)
         probed.append(service)
     probed = [_redis_health(s, controller) if s.name == "redis" else s for s in probed]
+    probed = [_still_restarting(was, now) for was, now in zip(status.services, probed, strict=True)]
     return status.model_copy(update={"services": probed})
+
+
+def _still_restarting(published: ServiceStatus, probed: ServiceStatus) -> ServiceStatus:
+    """A service the driver is restarting stays ``restarting`` when the ping finds it gone: its old
+    process may be stopped before the driver publishes the new one's address."""
+    if published.health != "restarting" or probed.health not in ("down", "unknown"):
+        return probed
+    return probed.model_copy(update={"health": "restarting", "detail": f"{published.detail}; ping: {probed.detail}"})
 
 
 def _redis_health(service: ServiceStatus, controller: ControllerHealth | None) -> ServiceStatus:

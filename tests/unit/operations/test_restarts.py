@@ -16,6 +16,7 @@ from services.operations.learner_ops import LearnerLostError, ResumeMismatchErro
 from services.operations.managed_service import RunContext
 from services.operations.restarts import ServiceRestarts
 from services.operations.run_services import Services
+from services.rollout_worker.pool import PoolStats
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
@@ -30,6 +31,7 @@ class FakePool:
         self.fail_with = fail_with
         self.replaced: list[tuple[int, object]] = []
         self.live_workers = ["rollout-worker-0", "rollout-worker-1"]
+        self.stats = PoolStats()
 
     def worker_settings(self, index: int) -> RolloutWorkerServiceSettings:
         return TurnOPDSettings().for_rollout_worker()
@@ -280,3 +282,26 @@ def test_an_endpoint_teacher_starts_by_probing_its_server_and_deploys_nothing():
     with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
         teacher.start()
     assert not teacher.deployed
+
+
+def test_the_rows_of_a_restart_in_progress_say_restarting_and_only_while_it_runs():
+    pool = FakePool()
+    restarts = restarts_with(pool)
+    # the rows the fakes can give: the pool's workers and the (external) gateway
+    restarts.services = {k: v for k, v in restarts.services.items() if k in ("rollout-worker", "env-gateway")}
+    seen: list[dict[str, str]] = []
+
+    def replace_worker(index: int, settings: object = None) -> None:  # `turnopd status` read mid-restart
+        seen.append({row.name: row.health for row in restarts.status(3)})
+
+    pool.replace_worker = replace_worker  # type: ignore[method-assign]
+    result = restarts.run(RestartRequest(request_id="w1", service="rollout-worker-1"), step=3)
+    assert result.ok and len(seen) == 1
+    during = seen[0]
+    assert during["rollout-worker-1"] == "restarting" and during["rollout-worker-0"] != "restarting"
+    assert all(health != "restarting" for name, health in during.items() if name != "rollout-worker-1")
+    rows = {row.name: row for row in restarts.status(3)}
+    assert rows["rollout-worker-1"].health != "restarting"  # over: the row is the service's own again
+    seen.clear()
+    restarts.run(RestartRequest(request_id="all", service="rollout-pool"), step=3)
+    assert [d["rollout-worker-0"] == d["rollout-worker-1"] == "restarting" for d in seen] == [True, True]

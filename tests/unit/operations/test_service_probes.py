@@ -46,3 +46,29 @@ def test_status_asks_serve_about_teacher_apps_but_not_about_a_teacher_on_a_serve
         probed["teacher-search"].health == "ok"
         and probed["teacher-search"].detail == "endpoint http://vllm:8000"
     )
+
+
+def test_a_service_the_driver_is_restarting_stays_restarting_when_its_old_address_is_gone():
+    from services.contracts.operations import RunStatus, ServiceStatus
+    from services.operations import service_probes
+
+    def row(name: str, health: str, detail: str) -> ServiceStatus:
+        return ServiceStatus(
+            name=name, health=health, restarts=0, version="v", address="http://127.0.0.1:9", detail=detail
+        )  # port 9 (discard): nothing listens, the ping is refused
+
+    status = RunStatus(
+        run_id="r",
+        run_dir="/runs/r",
+        method="turnopd",
+        phase="training",
+        step=1,
+        total_steps=4,
+        services=[row("env-gateway", "restarting", "restart r1 in progress")],
+        updated_at=0.0,
+    )
+    (probed,) = service_probes.probe_services(status, timeout_s=2.0).services
+    assert probed.health == "restarting" and probed.detail == "restart r1 in progress; ping: ConnectError"
+    gone = status.model_copy(update={"services": [row("env-gateway", "ok", "local process")]})
+    (probed,) = service_probes.probe_services(gone, timeout_s=2.0).services
+    assert probed.health == "down" and probed.detail == "ConnectError"  # not restarting: down
