@@ -157,7 +157,8 @@ def trial(
     time.sleep(delay)
     pid = victim(kind, run, proc.pid)
     logged_at_kill = [int(m["step"]) for m in metrics(run)]
-    checkpoints = sorted(int(p.name.removeprefix("step_")) for p in (run / "checkpoints").glob("step_*"))
+    saved = [p.name.removeprefix("step_") for p in (run / "checkpoints").glob("step_*")]
+    checkpoints = sorted(int(n) for n in saved if n.isdigit())  # not one being written (step_N.tmp)
     os.kill(pid, signal.SIGKILL)
     print(f"seed {seed}: {kind} trial {index}: SIGKILL pid {pid} at step 1 + {delay:.2f} s", flush=True)
     rc = proc.wait(timeout=1800)
