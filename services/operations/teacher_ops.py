@@ -73,9 +73,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         if teacher.endpoint_url:  # [teacher]'s, or this source's (a multi-environment run)
             section = "teacher" if self.env is None else f"[[sources]] {self.env!r}"
             client = endpoint_client(teacher, self.settings.top_k, os.environ, section)
-            asyncio.run(client.check_top_k(self.settings.top_k))  # K above the server's cap: fail now
-            asyncio.run(client.check_tokenizer(self._student_tokens()))  # other token ids: fail now
-            asyncio.run(client.limits())  # a context it does not tell (a wrong model name): fail now
+            asyncio.run(client.preflight(self.settings.top_k, self._student_tokens()))  # fail now, not mid-run
             self.handle = client
             return
         deploy_teacher(self.settings)

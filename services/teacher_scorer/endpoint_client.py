@@ -4,7 +4,7 @@ log-probs: ``POST {base_url}/v1/completions`` with the rows' token ids and ``pro
 It offers the orchestrator what the Serve handle client does (``score_rows``), so the step does not
 know which kind of teacher it talks to. Every call opens its own connection pool: an
 ``httpx.AsyncClient`` must not outlive the loop it was used in, and a client is used from more
-than one (the driver's step loop; a start-up check's ``asyncio.run``).
+than one (the driver's step loop; the start-up checks' ``asyncio.run``, ``preflight``).
 
 A down, overloaded or rate-limited server (connection refused or dropped, 5xx, 429) is retried with
 bounded back-off, a 429's ``Retry-After`` honoured; scoring is a pure function of its input, so a
@@ -124,6 +124,14 @@ class EndpointTeacherClient:
             raise EndpointAnswerError(
                 f"the teacher endpoint {self.url} gave an answer the run cannot use: {exc}; {RESUME_HINT}"
             ) from None
+
+    async def preflight(self, top_k: int, student: StudentTokens) -> TeacherContext:
+        """The start-up checks in one call, each failing now rather than mid-run: K within the server's
+        cap (``check_top_k``), the student's token ids (``check_tokenizer``), a context it tells
+        (``limits``: a wrong model name has none)."""
+        await self.check_top_k(top_k)
+        await self.check_tokenizer(student)
+        return await self.limits()
 
     async def check_top_k(self, top_k: int) -> None:
         """Start-up probe: TopKAboveCapError naming both numbers when the endpoint caps K below ``top_k``."""

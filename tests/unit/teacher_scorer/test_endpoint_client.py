@@ -229,6 +229,15 @@ def test_an_endpoint_with_the_students_tokenizer_passes_the_probe(zoo_cache):
         transport=_zoo_teacher_app(zoo_cache / "models" / "teacher"),
     )
     asyncio.run(client.check_tokenizer(student))
+    # the run's start-up checks in one call: K, the tokenizer, then the context the app tells (of
+    # its only model: no endpoint_model)
+    only = EndpointTeacherClient(
+        "http://teacher", None, default_top_k=5, policy=FAST, transport=client._transport
+    )
+    context = asyncio.run(only.preflight(5, student))
+    assert context.max_context == 512 and only.retries == 0
+    with pytest.raises(TopKAboveCapError, match="distill_topk = 600"):  # the first check fails first
+        asyncio.run(only.preflight(600, student))
 
 
 def test_an_endpoint_with_another_tokenizer_fails_the_probe_naming_both(zoo_cache, tmp_path):
