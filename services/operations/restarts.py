@@ -122,4 +122,6 @@ def _restarted_by(row: str, request: RestartRequest) -> bool:
 
 
 def _restarting(row: ServiceStatus, request: RestartRequest) -> ServiceStatus:
-    return row.model_copy(update={"health": "restarting", "detail": f"restart {request.request_id} in progress"})
+    return row.model_copy(
+        update={"health": "restarting", "detail": f"restart {request.request_id} in progress"}
+    )

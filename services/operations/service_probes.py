@@ -127,7 +127,9 @@ def _still_restarting(published: ServiceStatus, probed: ServiceStatus) -> Servic
     process may be stopped before the driver publishes the new one's address."""
     if published.health != "restarting" or probed.health not in ("down", "unknown"):
         return probed
-    return probed.model_copy(update={"health": "restarting", "detail": f"{published.detail}; ping: {probed.detail}"})
+    return probed.model_copy(
+        update={"health": "restarting", "detail": f"{published.detail}; ping: {probed.detail}"}
+    )
 
 
 def _redis_health(service: ServiceStatus, controller: ControllerHealth | None) -> ServiceStatus:

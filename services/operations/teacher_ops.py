@@ -73,7 +73,9 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         if teacher.endpoint_url:  # [teacher]'s, or this source's (a multi-environment run)
             section = "teacher" if self.env is None else f"[[sources]] {self.env!r}"
             client = endpoint_client(teacher, self.settings.top_k, os.environ, section)
-            asyncio.run(client.preflight(self.settings.top_k, self._student_tokens()))  # fail now, not mid-run
+            asyncio.run(
+                client.preflight(self.settings.top_k, self._student_tokens())
+            )  # fail now, not mid-run
             self.handle = client
             return
         deploy_teacher(self.settings)

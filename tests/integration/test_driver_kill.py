@@ -59,7 +59,9 @@ def redis_servers(run: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("staleness", [0, 1])
-def test_a_sigkilled_driver_resumes_with_every_step_once_and_one_redis_server(ray_session, tmp_path, staleness):
+def test_a_sigkilled_driver_resumes_with_every_step_once_and_one_redis_server(
+    ray_session, tmp_path, staleness
+):
     config = tmp_path / "driver.toml"
     overrides = short_run(STEPS, "rollout_workers = 1", checkpoint_every=EVERY)
     pipeline = f"\n[pipeline]\nmax_staleness = {staleness}\nstream_teacher = {str(staleness == 1).lower()}\n"
