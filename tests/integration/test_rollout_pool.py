@@ -30,7 +30,9 @@ from services.rollout_worker.agent_loop import play_episodes
 from services.rollout_worker.engines import Generation, GenerationEngine, GenerationParams, make_engine
 from services.rollout_worker.pool import RolloutPool
 
-pytestmark = pytest.mark.integration
+# the tests share one pool and build on what the ones above published (weights versions), so under
+# xdist they run in one worker, in order (a group of their own)
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("rollout-pool")]
 
 TASKS = [
     EpisodeTask(env="alfworld", split="valid_unseen", seed=i // 6, task_type=HOUSEHOLD_TASK_TYPES[i % 6])
