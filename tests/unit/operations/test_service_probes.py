@@ -1,6 +1,6 @@
 """`turnopd status`'s controller row says when the controller rebuilt steps Redis had lost."""
 
-from services.contracts.operations import ControllerHealth
+from services.contracts.operations import ControllerHealth, RunStatus, ServiceStatus
 from services.operations.service_probes import controller_detail
 
 
@@ -13,8 +13,21 @@ def test_the_controller_row_counts_the_steps_rebuilt_from_the_runs_records():
     )
 
 
+def status_of(rows: list[ServiceStatus]) -> RunStatus:
+    """A live run's published status with these service rows."""
+    return RunStatus(
+        run_id="r",
+        run_dir="/runs/r",
+        method="turnopd",
+        phase="training",
+        step=1,
+        total_steps=4,
+        services=rows,
+        updated_at=0.0,
+    )
+
+
 def test_status_asks_serve_about_teacher_apps_but_not_about_a_teacher_on_a_server(monkeypatch):
-    from services.contracts.operations import RunStatus, ServiceStatus
     from services.operations import service_probes
 
     asked: list[str] = []
@@ -30,16 +43,7 @@ def test_status_asks_serve_about_teacher_apps_but_not_about_a_teacher_on_a_serve
             name="teacher-search", health="ok", restarts=0, version="v", detail="endpoint http://vllm:8000"
         ),
     ]
-    status = RunStatus(
-        run_id="r",
-        run_dir="/runs/r",
-        method="turnopd",
-        phase="training",
-        step=1,
-        total_steps=4,
-        services=rows,
-        updated_at=0.0,
-    )
+    status = status_of(rows)
     probed = {s.name: s for s in service_probes.probe_services(status).services}
     assert asked == ["teacher-teacher"]  # no Serve app to find for the search source's server
     assert (
@@ -49,7 +53,6 @@ def test_status_asks_serve_about_teacher_apps_but_not_about_a_teacher_on_a_serve
 
 
 def test_a_service_the_driver_is_restarting_stays_restarting_when_its_old_address_is_gone():
-    from services.contracts.operations import RunStatus, ServiceStatus
     from services.operations import service_probes
 
     def row(name: str, health: str, detail: str) -> ServiceStatus:
@@ -57,16 +60,7 @@ def test_a_service_the_driver_is_restarting_stays_restarting_when_its_old_addres
             name=name, health=health, restarts=0, version="v", address="http://127.0.0.1:9", detail=detail
         )  # port 9 (discard): nothing listens, the ping is refused
 
-    status = RunStatus(
-        run_id="r",
-        run_dir="/runs/r",
-        method="turnopd",
-        phase="training",
-        step=1,
-        total_steps=4,
-        services=[row("env-gateway", "restarting", "restart r1 in progress")],
-        updated_at=0.0,
-    )
+    status = status_of([row("env-gateway", "restarting", "restart r1 in progress")])
     (probed,) = service_probes.probe_services(status, timeout_s=2.0).services
     assert probed.health == "restarting" and probed.detail == "restart r1 in progress; ping: ConnectError"
     gone = status.model_copy(update={"services": [row("env-gateway", "ok", "local process")]})
