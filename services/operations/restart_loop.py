@@ -110,9 +110,7 @@ class RestartLoop:
 
     def _carry_out(self, request: RestartRequest, steps_done: int) -> RestartResult:
         """``request`` carried out, with `turnopd status` showing its service as restarting meanwhile."""
-        self.restarts.in_progress = request
-        self.live.publish()
-        return self.restarts.run(request, steps_done)
+        return self.restarts.run(request, steps_done, on_start=self.live.publish)
 
     def _finish(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)

@@ -33,6 +33,7 @@ started once more with the same settings; a learner that cannot be started even 
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,17 @@ class ServiceRestarts:
             return rows
         return [_restarting(row, request) if _restarted_by(row.name, request) else row for row in rows]
 
-    def run(self, request: RestartRequest, step: int) -> RestartResult:
+    def run(
+        self, request: RestartRequest, step: int, on_start: Callable[[], None] = lambda: None
+    ) -> RestartResult:
         """Carry out ``request`` with ``step`` steps done; failures come back as a result with ``ok=False``.
+        ``on_start`` is called once its rows read ``restarting`` (the driver publishes them).
 
         A learner restart must run on the driver's thread between steps (``RestartLoop`` does so).
         """
         started_at, t0 = time.time(), time.perf_counter()
         self.in_progress = request
+        on_start()
         try:
             service = self._service(request.service)
             if request.replicas is not None:
