@@ -1,4 +1,5 @@
-"""The driver's thread that takes restart requests from the `run-control` actor and carries them out.
+"""The driver's restart loop: a task on the driver's event loop that takes restart requests from the
+`run-control` actor and carries them out.
 
 It also watches the processes this run started that nothing else restarts: the embedded
 redis-server and the local env gateway process. One that has exited (killed, OOM) is restarted as
@@ -9,22 +10,24 @@ gateway, playing again whole each chunk that lost episodes with the old one. (Ra
 rollout workers, the controller and `run-control`; the run restarts a lost learner,
 ``services.orchestrator.learner_recovery``.)
 
-Every service but the learner is replaced on this thread, one request after the other, while the
-step loop goes on (``services.operations.restarts`` says how each stays correct). Learner
-requests wait for the next step boundary, where the step loop calls ``at_step_boundary`` (which
-also collects requests itself, so a learner restart never waits behind a slow restart of another
-service): the learner is stateful and is only swapped when no step is in flight.
+Requests are messages, taken and queued on the loop (no lock: only the loop touches the queues).
+Every service but the learner is replaced by the loop's task, one request after the other, each
+restart run off the loop (``blocking``) while the step loop goes on (``services.operations.restarts``
+says how each stays correct). Learner requests wait for the next step boundary, where the step loop
+awaits ``at_step_boundary`` (which also collects requests itself, so a learner restart never waits
+behind a slow restart of another service): the learner is stateful and is only swapped when no step
+is in flight.
 """
 
+import asyncio
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
-import ray
-
+from services.blocking import blocking
 from services.contracts.operations import RestartRequest, RestartResult
 from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.live_status import LiveRun
@@ -34,6 +37,7 @@ from services.operations.restarts import ServiceRestarts
 from services.run_dir import RESTARTS_FILE
 
 log = logging.getLogger(__name__)
+STOP_WAIT_S = 600.0  # how long the run's end waits for a restart under way
 
 
 class RestartLoop:
@@ -49,30 +53,29 @@ class RestartLoop:
         self.restarts = restarts
         self.control: Any = live.control
         self.poll_s = poll_s
-        self._pending: deque[RestartRequest] = deque()  # for this thread, oldest first
+        self._pending: deque[RestartRequest] = deque()  # for the loop's task, oldest first
         self._deferred: list[RestartRequest] = []  # learner restarts, for the next step boundary
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._failure: BaseException | None = None
         # the processes nothing else restarts: an embedded redis-server, a local env gateway
         self.watched = [s for s in restarts.services.values() if isinstance(s, RedisOps | EnvGatewayOps)]
         self._reviving: set[str] = set()  # watched services with a restart filed and not yet done
         self._deaths = 0
-        self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> "RestartLoop":
-        self._thread.start()
+        """Start taking requests, as a task of the running loop."""
+        self._task = asyncio.create_task(self._run(), name="restart-loop")
         return self
 
-    def _collect(self) -> None:
+    async def _collect(self) -> None:
         """Take the filed requests from `run-control`: learner ones wait for a boundary, the rest queue here."""
-        for request in ray.get(self.control.take.remote()):
-            with self._lock:
-                if service_kind(request.service) == "learner":
-                    self._deferred.append(request)
-                    log.info("learner restart %s waits for the next step boundary", request.request_id)
-                else:
-                    self._pending.append(request)
+        for request in await self.control.take.remote():
+            if service_kind(request.service) == "learner":
+                self._deferred.append(request)
+                log.info("learner restart %s waits for the next step boundary", request.request_id)
+            else:
+                self._pending.append(request)
 
     def _watch(self) -> None:
         """File a restart for each watched process found dead (once per death)."""
@@ -84,68 +87,72 @@ class RestartLoop:
             request = RestartRequest(
                 request_id=f"watchdog-{service.kind}-{self._deaths}", service=service.kind
             )
-            with self._lock:
-                self._reviving.add(service.kind)
-                self._pending.append(request)
+            self._reviving.add(service.kind)
+            self._pending.append(request)
 
     def _next(self) -> RestartRequest | None:
-        with self._lock:
-            return self._pending.popleft() if self._pending else None
+        return self._pending.popleft() if self._pending else None
 
-    def _run(self) -> None:
+    async def _run(self) -> None:
         try:
-            while not self._stop.is_set():
+            while not self._stopping.is_set():
                 self._watch()
-                self._collect()
+                await self._collect()
                 request = self._next()
                 if request is None:
-                    self._stop.wait(self.poll_s)
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), self.poll_s)
                     continue
                 log.info("restarting %s (request %s)", request.service, request.request_id)
-                self._finish(self._carry_out(request, self.live.steps_done))
+                await self._carry_out(request, self.live.steps_done)
                 self._reviving.discard(request.service)
-        except BaseException as exc:  # re-raised on the step loop's thread by check()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # raised in the step loop by check(), at the next boundary
             log.exception("the restart loop failed")
             self._failure = exc
 
-    def _carry_out(self, request: RestartRequest, steps_done: int) -> RestartResult:
-        """``request`` carried out, with `turnopd status` showing its service as restarting meanwhile."""
-        return self.restarts.run(request, steps_done, on_start=self.live.publish)
+    async def _carry_out(self, request: RestartRequest, steps_done: int) -> None:
+        """``request`` carried out off the loop, with `turnopd status` showing its service as
+        restarting meanwhile, then recorded and answered."""
+        await self._answer(await blocking(self.restarts.run, request, steps_done, on_start=self.live.publish))
 
-    def _finish(self, result: RestartResult) -> None:
+    async def _answer(self, result: RestartResult) -> None:
+        await blocking(self._record, result)
+        await self.control.complete.remote(result)  # whoever waits then sees its effect in the status
+
+    def _record(self, result: RestartResult) -> None:
         log.info("restart of %s: %s (%.1f s)", result.service, result.message, result.seconds)
         self.live.stack.run.append(RESTARTS_FILE, result.model_dump_json())
         if result.ok:
             self.on_restarted()
-        self.live.publish()  # first: whoever waits for the answer then sees its effect in the status
-        ray.get(self.control.complete.remote(result))
+        self.live.publish()
 
     def check(self) -> None:
-        """Raise on the caller's thread what broke the loop (a bug, never a failed restart)."""
+        """Raise in the caller what broke the loop (a bug, never a failed restart)."""
         if self._failure is not None:
             raise self._failure
 
-    def at_step_boundary(self, steps_done: int) -> None:
-        """Carry out the learner restarts filed so far (the step loop calls this between steps)."""
+    async def at_step_boundary(self, steps_done: int) -> None:
+        """Carry out the learner restarts filed so far (the step loop awaits this between steps)."""
         self.check()
-        self._collect()
-        with self._lock:
-            deferred, self._deferred = self._deferred, []
+        await self._collect()
+        deferred, self._deferred = self._deferred, []
         for request in deferred:
-            self._finish(self._carry_out(request, steps_done))
+            await self._carry_out(request, steps_done)
 
-    def stop(self) -> None:
-        """Stop taking requests and answer the ones left: the run is over."""
-        self._stop.set()
-        self._thread.join(timeout=600)
-        left = ray.get(self.control.close.remote())
-        with self._lock:
-            left = [*self._pending, *self._deferred, *left]
-            self._pending.clear()
-            self._deferred.clear()
+    async def stop(self) -> None:
+        """Stop taking requests (a restart under way ends first) and answer the ones left: the run is over."""
+        self._stopping.set()
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=STOP_WAIT_S)
+        left = await self.control.close.remote()
+        left = [*self._pending, *self._deferred, *left]
+        self._pending.clear()
+        self._deferred.clear()
         for request in left:
             now = time.time()
-            self._finish(
+            await self._answer(
                 RestartResult(
                     request_id=request.request_id,
                     service=request.service,
@@ -154,5 +161,5 @@ class RestartLoop:
                     started_at=now,
                     seconds=0.0,
                     step=self.live.steps_done,
-                )
+                ),
             )

@@ -73,7 +73,7 @@ class ServiceRestarts:
         """Carry out ``request`` with ``step`` steps done; failures come back as a result with ``ok=False``.
         ``on_start`` is called once its rows read ``restarting`` (the driver publishes them).
 
-        A learner restart must run on the driver's thread between steps (``RestartLoop`` does so).
+        A learner restart must run between steps (``RestartLoop.at_step_boundary`` does so).
         """
         started_at, t0 = time.time(), time.perf_counter()
         self.in_progress = request

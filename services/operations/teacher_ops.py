@@ -1,7 +1,6 @@
 """`teacher` (one Serve app per teacher), behind the lifecycle interface (``ManagedService``), and
 how it is deployed."""
 
-import asyncio
 import os
 from collections import Counter
 from pathlib import PurePath
@@ -72,17 +71,19 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         teacher = self.settings.teacher
         if teacher.endpoint_url:  # [teacher]'s, or this source's (a multi-environment run)
             section = "teacher" if self.env is None else f"[[sources]] {self.env!r}"
-            client = endpoint_client(teacher, self.settings.top_k, os.environ, section)
-            asyncio.run(
-                client.preflight(self.settings.top_k, self._student_tokens())
-            )  # fail now, not mid-run
-            self.handle = client
+            self.handle = endpoint_client(teacher, self.settings.top_k, os.environ, section)
             return
         deploy_teacher(self.settings)
         self.deployed = True
         self.handle = TeacherHandleClient(
             app=self.settings.app, policy=RetryPolicy.from_settings(self.settings.teacher)
         )
+
+    async def preflight(self) -> None:
+        """An endpoint's start-up checks (K, the student's tokens, a context), before step 1: a
+        mismatch stops the run now, not mid-run. A deployed app needs none (it loads the run's teacher)."""
+        if isinstance(self.handle, EndpointTeacherClient):
+            await self.handle.preflight(self.settings.top_k, self._student_tokens())
 
     def _student_tokens(self) -> StudentTokens:
         """The tokenizer probe as the run's student reads it."""

@@ -9,8 +9,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from services.blocking import OffLoop
 from services.contracts.rollout import EpisodeTask, RolloutResult
-from services.orchestrator.blocking import OffLoop
 from services.orchestrator.busy_time import PoolActivity
 from services.orchestrator.run_plan import PlaySettings
 from services.orchestrator.scorer import StepScores

@@ -11,6 +11,7 @@ from contextlib import ExitStack
 import ray
 from prometheus_client import CollectorRegistry
 
+from services.blocking import blocking
 from services.contracts.operations import RunPhase
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.rollout import EpisodeTask
@@ -146,8 +147,6 @@ def train(
             write_plan(run, stack.services, driver_parts)
 
         plan_file()  # what each service and part was handed; again after a restart with --config
-        ops = RestartLoop(live, restarts, on_restarted=plan_file).start()
-        exits.callback(ops.stop)
         cumulative = _cumulative_before(run)
         recorder = Recorder(
             record_plan,
@@ -173,50 +172,68 @@ def train(
             )
             phase("training", "training")
 
-        if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
-            evaluated(start, cumulative)  # a fresh run's start, or a run stopped after its checkpoint
-        else:
-            phase("training", "training")
-
         def tasks_of(k: int) -> list[EpisodeTask]:
             return mixed_step_tasks(
                 sources.sources, settings.optim.batch, settings.rollout.n, k, settings.run.seed
             )
 
-        loops: list[StepLoop] = []
-        # before a learner closes, the loop copies the weights it holds and has not published
-        stack.learner.keep_before_close(lambda: loops[-1].own_weights())
-        recovery = LearnerRecovery(
-            settings.learner.max_restarts, first_checkpoint, stack, run, restarts, live
-        )
-        while True:
-            loop = StepLoop(
+        def step_loop(first: int) -> StepLoop:
+            return StepLoop(
                 plan,
-                start,
+                first,
                 Planner(stack.controller, sources, plan.staleness),
                 Dispatcher(plan.play, stack.pool, stack.teacher, PoolActivity()),
                 tasks_of,
                 evaluated,
                 lambda ref: ray.put(ray.get(ref)),
             )
-            loops.append(loop)
+
+        async def drive() -> None:
+            """The run on one event loop: the teachers' start-up checks, the restart loop (a task
+            beside the steps), the first evaluation, the step loop and each learner recovery."""
+            nonlocal start, cumulative
+            await asyncio.gather(*(teacher.preflight() for teacher in stack.services.teachers))
+            ops = RestartLoop(live, restarts, on_restarted=plan_file).start()
             try:
-                asyncio.run(loop.run(stack.learner, cumulative, recorder.step, ops.at_step_boundary))
-                break
-            except Exception as exc:
-                if loop.learner_failure is not exc or not recovery.may_recover(exc):
-                    raise
-                lost = exc
+                if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
+                    await blocking(
+                        evaluated, start, cumulative
+                    )  # a fresh run, or one stopped after its checkpoint
+                else:
+                    phase("training", "training")
+                loops: list[StepLoop] = []
+                # before a learner closes, the loop copies the weights it holds and has not published
+                stack.learner.keep_before_close(lambda: loops[-1].own_weights())
+                recovery = LearnerRecovery(
+                    settings.learner.max_restarts, first_checkpoint, stack, run, restarts, live
+                )
+                while True:
+                    loops.append(loop := step_loop(start))
+                    try:
+                        await loop.run(stack.learner, cumulative, recorder.step, ops.at_step_boundary)
+                        return
+                    except Exception as exc:
+                        if loop.learner_failure is not exc or not recovery.may_recover(exc):
+                            raise
+                        lost = exc
+                    start = await blocking(recover, recovery, lost)
+                    cumulative = _cumulative_before(run)
+                    if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
+                        await blocking(evaluated, start, cumulative)
+            finally:
+                await ops.stop()
+
+        def recover(recovery: LearnerRecovery, lost: Exception) -> int:
+            """A replacement learner from the last checkpoint, the run lined up with it."""
             try:
-                start = recovery.recover(lost, lambda checkpoint, logged: line_up(
+                return recovery.recover(lost, lambda checkpoint, logged: line_up(
                     stack, run, sources, checkpoint, logged, first_checkpoint, rewind=True
                 ))  # fmt: skip
             except LearnerUnplaceable as why:
                 log.error("the lost learner is not restarted: %s", why)
                 stop = why.closing or lost  # how the learner failed, with its own cause
                 raise stop from stop.__cause__
-            cumulative = _cumulative_before(run)
-            if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
-                evaluated(start, cumulative)
+
+        asyncio.run(drive())
         live.set_phase("finished")
         return settings.optim.steps

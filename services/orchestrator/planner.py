@@ -7,9 +7,9 @@ k-1-lag, as ``turnopd controller replay --lag`` reproduces it.
 
 from collections.abc import Sequence
 
+from services.blocking import blocking
 from services.contracts.controller import StepDecision, StepPlan
 from services.contracts.records import TurnStatsRecord
-from services.orchestrator.blocking import blocking
 from services.orchestrator.source_mix import ControllerLike, SourceBatch, StepSources
 
 

@@ -30,21 +30,25 @@ optimizer state of the step it replaced, so the batches already played stay vali
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.blocking import blocking
 from services.contracts.controller import StepPlan
 from services.contracts.learner import LearnerBatch
 from services.contracts.rollout import EpisodeTask
 from services.controller.depth import plan_basis_step
-from services.orchestrator.blocking import blocking
 from services.orchestrator.busy_time import Interval
 from services.orchestrator.dispatcher import Dispatcher
 from services.orchestrator.planner import Planner
 from services.orchestrator.run_plan import LoopSettings
 from services.orchestrator.source_mix import SourceBatch, mixed_learner_batch
 from services.orchestrator.step import LearnerLike, Played, StepOutcome, step_metrics, step_times
+
+
+async def no_boundary(step: int) -> None:
+    """A step boundary with nothing to do there."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +110,11 @@ class StepLoop:
         learner: LearnerLike,
         cumulative_s: float,
         record: Callable[[StepOutcome], None],
-        boundary: Callable[[int], None] = lambda _: None,
+        boundary: Callable[[int], Awaitable[None]] = no_boundary,
     ) -> None:
-        """Train every step in order. ``record(outcome)`` logs a step; ``boundary(k)`` runs after
-        step k is recorded (a learner restart; ``learner`` then reaches the new one). Both block."""
+        """Train every step in order. ``record(outcome)`` logs a step (it blocks: it runs off the
+        loop); ``boundary(k)`` is awaited after step k is recorded (a learner restart; ``learner``
+        then reaches the new one)."""
         self._cumulative[self.start] = cumulative_s
         batches: asyncio.Queue[PlayedStep | LaneFailed] = asyncio.Queue(maxsize=max(1, self.plan.staleness))
         self.rollout_lane = asyncio.create_task(self._roll(batches), name="rollout-lane")
@@ -120,7 +125,7 @@ class StepLoop:
                 async with self._finished:
                     self._done = k
                     self._finished.notify_all()
-                await blocking(boundary, k)
+                await boundary(k)
             await self.rollout_lane
             if self._failure is not None:
                 raise self._failure

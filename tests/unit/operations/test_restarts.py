@@ -4,6 +4,7 @@ A fake pool stands in for the Ray actors (this tests the glue; the real thing ru
 tests/integration/test_chaos.py).
 """
 
+import asyncio
 import socket
 from pathlib import Path
 from types import SimpleNamespace
@@ -271,7 +272,7 @@ def test_an_endpoint_teacher_is_neither_restarted_nor_scaled_by_the_run(replicas
     )
 
 
-def test_an_endpoint_teacher_starts_by_probing_its_server_and_deploys_nothing():
+def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there once closed
@@ -279,8 +280,9 @@ def test_an_endpoint_teacher_starts_by_probing_its_server_and_deploys_nothing():
     teacher.settings = TurnOPDSettings.model_validate(
         {"teacher": {"endpoint_url": f"http://127.0.0.1:{port}", "client_max_attempts": 1}}
     ).for_teacher()
+    teacher.start()
     with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
-        teacher.start()
+        asyncio.run(teacher.preflight())
     assert not teacher.deployed
 
 

@@ -1,6 +1,7 @@
 """TeacherOps with ``[teacher] endpoint_url``: its start probes the server, here our own teacher app
 served over HTTP on the loopback, and refuses a server that tokenises otherwise than the student."""
 
+import asyncio
 import json
 import shutil
 from collections import Counter
@@ -60,13 +61,15 @@ def _teacher_ops(url: str, zoo_cache: Path) -> TeacherOps:
 def test_an_endpoint_that_tokenises_as_the_student_starts(same_tokenizer, zoo_cache):
     teacher = _teacher_ops(same_tokenizer, zoo_cache)
     teacher.start()
+    asyncio.run(teacher.preflight())
     assert isinstance(teacher.handle, EndpointTeacherClient) and not teacher.deployed
 
 
 def test_an_endpoint_with_other_token_ids_stops_the_start_naming_both_tokenizers(other_tokenizer, zoo_cache):
     teacher = _teacher_ops(other_tokenizer, zoo_cache)
+    teacher.start()
     with pytest.raises(TokenizerMismatchError) as caught:
-        teacher.start()
+        asyncio.run(teacher.preflight())
     message = str(caught.value)
     assert message.startswith(
         f"the student's tokenizer 'student' ({zoo_cache / 'models' / 'student'}, vocab "
@@ -89,5 +92,6 @@ def test_a_model_name_the_endpoint_does_not_serve_stops_the_start_naming_what_it
         update={"teacher": teacher.settings.teacher.model_copy(update={"endpoint_model": "teacher"})}
     )
     served = str(zoo_cache / "models" / "teacher")
+    teacher.start()
     with pytest.raises(ConfigError, match=f"it serves \\['{served}'\\], the run asks for 'teacher'"):
-        teacher.start()  # before: both probes passed and step 1 failed on the context
+        asyncio.run(teacher.preflight())  # before: both probes passed and step 1 failed on the context

@@ -15,6 +15,7 @@ from services.controller.actor import ControllerService
 from services.controller.replay import replay
 from services.orchestrator.probe_stats import probe_stats
 from services.orchestrator.step import NoTrajectoriesError
+from services.orchestrator.step_loop import no_boundary
 from services.settings.tree import TurnOPDSettings
 
 
@@ -93,7 +94,7 @@ def lanes_over(s, pool, start=0, controller=None, evals=None):
     return controller, step_loop(s, start, controller, pool, FakeTeacher(), tasks_of, evaluate)
 
 
-def drive(lanes, learner, cumulative_s, record, boundary=lambda _: None):
+def drive(lanes, learner, cumulative_s, record, boundary=no_boundary):
     asyncio.run(lanes.run(learner, cumulative_s, record, boundary))
 
 
@@ -211,10 +212,10 @@ def test_a_batch_handed_over_before_the_rollout_lane_failed_is_still_learned():
     outcomes, waited = [], []
     _, lanes = lanes_over(settings(), LanePool([], empty_at=3), evals=[])
 
-    def boundary(step):
+    async def boundary(step):
         deadline = time.monotonic() + 10
         while step == 1 and lanes._failure is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+            await asyncio.sleep(0.01)
         waited.append((step, lanes._failure is not None))
 
     with pytest.raises(NoTrajectoriesError, match="step 3: all 4 episodes failed"):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.orchestrator.blocking import OffLoop, blocking
+from services.blocking import OffLoop, blocking
 
 
 def test_a_blocking_call_runs_on_another_thread_and_gives_its_result_or_error():
