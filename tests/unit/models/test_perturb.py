@@ -79,14 +79,23 @@ def test_the_cli_saves_a_checkpoint_with_its_manifest_and_keeps_an_existing_one(
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp  # nothing overwritten
 
 
-def test_the_shipped_demo_student_is_exactly_what_its_recipe_builds(tmp_path: Path) -> None:
-    student = require_shipped("student-novel-noisy")
-    teacher = require_shipped("teacher-novel")
+@pytest.mark.parametrize(
+    ("name", "base", "scale", "reminder"),
+    [
+        ("student-novel-noisy", "teacher-novel", 0.25, True),
+        ("student-search-noisy", "teacher-search-wide", 0.2, False),
+    ],
+)
+def test_a_shipped_perturbed_student_is_exactly_what_its_recipe_builds(
+    name: str, base: str, scale: float, reminder: bool, tmp_path: Path
+) -> None:
+    student = require_shipped(name)
+    teacher = require_shipped(base)
     command = student.manifest["recipe"][-1]
-    assert command == "turnopd models perturb teacher-novel --out student-novel-noisy --scale 0.25 --seed 0"
-    built = perturb_model(str(teacher.path), str(tmp_path / "rebuilt"), 0.25, 0)
+    assert command == f"turnopd models perturb {base} --out {name} --scale {scale:g} --seed 0"
+    built = perturb_model(str(teacher.path), str(tmp_path / "rebuilt"), scale, 0)
     shipped, rebuilt = load_file(student.path / "model.safetensors"), load_file(built / "model.safetensors")
     assert sorted(shipped) == sorted(rebuilt)
     assert all(torch.equal(shipped[k], rebuilt[k]) for k in shipped)
     manifest = json.loads((student.path / "turnopd_build.json").read_text())
-    assert manifest["task_reminder"] is True  # plays in its teacher's observation format
+    assert manifest.get("task_reminder", False) is reminder  # plays in its teacher's observation format
