@@ -128,6 +128,13 @@ def perturb(
     scale: Annotated[float, typer.Option(help="Noise per matrix, in units of that matrix's std.")] = 0.25,
     seed: Annotated[int, typer.Option(help="Seed of the noise.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a model saved as OUT.")] = False,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Perturb only the matrices whose parameter name contains this (self_attn: the attention "
+            "projections); unset: every matrix."
+        ),
+    ] = None,
     cache_dir: CacheOption = None,
 ) -> None:
     """Build a starting student from BASE with every weight matrix perturbed by seeded Gaussian noise
@@ -137,8 +144,9 @@ def perturb(
     from services.models.perturb import perturb_model
 
     hf_logging.disable_progress_bar()
-    target = perturb_model(base, out, scale, seed, cache_dir=cache_dir, replace=replace)
-    typer.echo(f"{out}: {base} perturbed (scale {scale:g}, seed {seed}) saved at {target}")
+    target = perturb_model(base, out, scale, seed, cache_dir=cache_dir, replace=replace, only=only)
+    which = "" if only is None else f", only {only}"
+    typer.echo(f"{out}: {base} perturbed (scale {scale:g}, seed {seed}{which}) saved at {target}")
 
 
 @app.command("ship")

@@ -45,6 +45,28 @@ def test_the_seed_alone_decides_the_noise(zoo_cache: Path) -> None:
     assert not torch.equal(runs[0]["model.embed_tokens.weight"], runs[2]["model.embed_tokens.weight"])
 
 
+def test_only_moves_the_matrices_it_names_with_the_noise_drawn_for_them_alone(zoo_cache: Path) -> None:
+    model = load_causal_lm("teacher", cache_dir=zoo_cache)
+    before = _weights(model)
+    matrices = perturb_weights(model, 0.5, seed=1, only="self_attn")
+    after = _weights(model)
+    named = [name for name, w in before.items() if w.dim() >= 2 and "self_attn" in name]
+    assert matrices == len(named) and matrices == 4 * len(model.model.layers)  # q, k, v, o per layer
+    for name, w in before.items():
+        if name in named:
+            moved = (after[name] - w).std().item() / w.std().item()
+            assert moved == pytest.approx(0.5, rel=0.1), name
+        else:
+            assert torch.equal(after[name], w), name  # MLPs, embeddings and norms kept
+    again = load_causal_lm("teacher", cache_dir=zoo_cache)
+    perturb_weights(again, 0.5, seed=1, only="self_attn")
+    assert all(torch.equal(after[k], w) for k, w in _weights(again).items())
+    with pytest.raises(
+        InputError, match="no weight matrix has 'atn' in its name; the matrices are named .*q_proj"
+    ):
+        perturb_weights(load_causal_lm("teacher", cache_dir=zoo_cache), 0.5, seed=1, only="atn")
+
+
 @pytest.mark.parametrize("scale", [0.0, -0.1, math.nan, math.inf, 11.0])
 def test_a_bad_scale_is_named(zoo_cache: Path, scale: float) -> None:
     model = load_causal_lm("teacher", cache_dir=zoo_cache)
