@@ -9,7 +9,7 @@ matrices whose parameter name contains that text (``self_attn``: the attention p
 MLPs and embeddings kept), the noise drawn for those alone. The demo's student,
 ``student-novel-noisy``, is ``teacher-novel`` at scale 0.25, seed 0 (docs/teachers.md has why: a
 cut student as far from the teacher falls under OPD, this one climbs); search's,
-``student-search-noisy``, is ``teacher-search-wide`` with its attention at scale 0.9 (noise on every
+``student-search-noisy``, is ``teacher-search-wide`` with its attention at scale 0.85 (noise on every
 matrix also erased the facts it had memorised, which OPD on its responses does not bring back).
 """
 

@@ -1,5 +1,5 @@
 """A perturbed model: every matrix moved by seeded noise of the asked spread, the rest untouched, the
-same bytes for the same seed, and the shipped demo student exactly what its recipe builds."""
+same bytes for the same seed, and the shipped students exactly what their recipes build."""
 
 import json
 import math
@@ -62,7 +62,7 @@ def test_only_moves_the_matrices_it_names_with_the_noise_drawn_for_them_alone(zo
     perturb_weights(again, 0.5, seed=1, only="self_attn")
     assert all(torch.equal(after[k], w) for k, w in _weights(again).items())
     with pytest.raises(
-        InputError, match="no weight matrix has 'atn' in its name; the matrices are named .*q_proj"
+        InputError, match=r"no weight matrix has 'atn' in its name; the matrices are named .*q_proj"
     ):
         perturb_weights(load_causal_lm("teacher", cache_dir=zoo_cache), 0.5, seed=1, only="atn")
 
@@ -102,20 +102,21 @@ def test_the_cli_saves_a_checkpoint_with_its_manifest_and_keeps_an_existing_one(
 
 
 @pytest.mark.parametrize(
-    ("name", "base", "scale", "reminder"),
+    ("name", "base", "scale", "only", "reminder"),
     [
-        ("student-novel-noisy", "teacher-novel", 0.25, True),
-        ("student-search-noisy", "teacher-search-wide", 0.2, False),
+        ("student-novel-noisy", "teacher-novel", 0.25, None, True),
+        ("student-search-noisy", "teacher-search-wide", 0.85, "self_attn", False),
     ],
 )
 def test_a_shipped_perturbed_student_is_exactly_what_its_recipe_builds(
-    name: str, base: str, scale: float, reminder: bool, tmp_path: Path
+    name: str, base: str, scale: float, only: str | None, reminder: bool, tmp_path: Path
 ) -> None:
     student = require_shipped(name)
     teacher = require_shipped(base)
     command = student.manifest["recipe"][-1]
-    assert command == f"turnopd models perturb {base} --out {name} --scale {scale:g} --seed 0"
-    built = perturb_model(str(teacher.path), str(tmp_path / "rebuilt"), scale, 0)
+    narrowed = "" if only is None else f" --only {only}"
+    assert command == f"turnopd models perturb {base} --out {name} --scale {scale:g} --seed 0{narrowed}"
+    built = perturb_model(str(teacher.path), str(tmp_path / "rebuilt"), scale, 0, only=only)
     shipped, rebuilt = load_file(student.path / "model.safetensors"), load_file(built / "model.safetensors")
     assert sorted(shipped) == sorted(rebuilt)
     assert all(torch.equal(shipped[k], rebuilt[k]) for k in shipped)
