@@ -196,9 +196,8 @@ def train(
             ops = RestartLoop(live, restarts, on_restarted=plan_file).start()
             try:
                 if plan.evals.due(start) and start not in run.steps_logged(EVAL_FILE):
-                    await blocking(
-                        evaluated, start, cumulative
-                    )  # a fresh run, or one stopped after its checkpoint
+                    # a fresh run, or one stopped after its checkpoint
+                    await blocking(evaluated, start, cumulative)
                 else:
                     phase("training", "training")
                 loops: list[StepLoop] = []
