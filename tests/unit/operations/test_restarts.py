@@ -5,6 +5,7 @@ tests/integration/test_chaos.py).
 """
 
 import asyncio
+import dataclasses
 import socket
 from pathlib import Path
 from types import SimpleNamespace
@@ -272,7 +273,7 @@ def test_an_endpoint_teacher_is_neither_restarted_nor_scaled_by_the_run(replicas
     )
 
 
-def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing():
+def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing(zoo_cache: Path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there once closed
@@ -280,6 +281,10 @@ def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing():
     teacher.settings = TurnOPDSettings.model_validate(
         {"teacher": {"endpoint_url": f"http://127.0.0.1:{port}", "client_max_attempts": 1}}
     ).for_teacher()
+    # the check reads the run's student's tokenizer before it connects
+    teacher.ctx = dataclasses.replace(
+        teacher.ctx, settings=TurnOPDSettings.model_validate({"models": {"cache_dir": str(zoo_cache)}})
+    )
     teacher.start()
     with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
         asyncio.run(teacher.preflight())
