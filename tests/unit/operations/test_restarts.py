@@ -278,13 +278,14 @@ def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing(zoo_cac
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there once closed
     teacher = restarts_with(FakePool()).services["teacher"]
-    teacher.settings = TurnOPDSettings.model_validate(
-        {"teacher": {"endpoint_url": f"http://127.0.0.1:{port}", "client_max_attempts": 1}}
-    ).for_teacher()
-    # the check reads the run's student's tokenizer before it connects
-    teacher.ctx = dataclasses.replace(
-        teacher.ctx, settings=TurnOPDSettings.model_validate({"models": {"cache_dir": str(zoo_cache)}})
+    settings = TurnOPDSettings.model_validate(
+        {
+            "teacher": {"endpoint_url": f"http://127.0.0.1:{port}", "client_max_attempts": 1},
+            "models": {"cache_dir": str(zoo_cache)},  # the check reads the student's tokenizer first
+        }
     )
+    teacher.settings = settings.for_teacher()
+    teacher.ctx = dataclasses.replace(teacher.ctx, settings=settings)
     teacher.start()
     with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
         asyncio.run(teacher.preflight())
