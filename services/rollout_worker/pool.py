@@ -420,8 +420,12 @@ class RolloutPool:
                 resizing.answer.set_result(resizing.before)
         if self._settling and not self._starts:
             settled, self._settling = self._settling, []
+            errors, self._starts.load_errors = self._starts.load_errors, []
             for answer in settled:
-                answer.set_result(None)
+                if errors:
+                    answer.set_exception(errors[0])
+                else:
+                    answer.set_result(None)
 
     def _check_growth(self, growth: _Resizing) -> None:
         over, error = self._starts.growth_over()

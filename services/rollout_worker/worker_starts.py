@@ -66,6 +66,7 @@ class WorkerStarts:
         self._starts: dict[int, Start] = {}
         self._growth: set[int] = set()  # the new workers of a growth under way
         self._growth_error: BaseException | None = None
+        self.load_errors: list[BaseException] = []  # what loads of published weights raised, for the publish
 
     def __bool__(self) -> bool:
         return bool(self._starts)
@@ -193,12 +194,15 @@ class WorkerStarts:
         except RayActorError as exc:
             self._died(start, exc)
             return
-        except Exception as exc:
+        except Exception as exc:  # the actor answered with an error (a state dict it cannot load)
             if start.kind == "fresh":
                 self._fail(start, exc)
                 return
+            log.error("%s failed at its %s: %s", worker_name(start.index), start.step, exc)
             self._lose(start)
-            raise
+            if start.kind == "load":
+                self.load_errors.append(exc)
+            return
         match start.step:
             case "ready":
                 self._ready(start, str(value))
