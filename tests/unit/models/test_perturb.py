@@ -106,6 +106,7 @@ def test_the_cli_saves_a_checkpoint_with_its_manifest_and_keeps_an_existing_one(
     [
         ("student-novel-noisy", "teacher-novel", 0.25, None, True),
         ("student-search-noisy", "teacher-search-wide", 0.85, "self_attn", False),
+        ("student-webshop-noisy", "teacher-webshop-wide", 0.75, "self_attn", False),
     ],
 )
 def test_a_shipped_perturbed_student_is_exactly_what_its_recipe_builds(
