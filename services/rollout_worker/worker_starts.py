@@ -13,7 +13,8 @@ playing while one is replaced, grown, restarted by Ray or loaded.
 * recover (Ray restarts a crashed actor): ``ready`` (an "actor died" answer is tried again, up to
   ``_DEAD_POLLS`` times), ``weights_version``, a reload if it differs; lost after ``restart_timeout_s``.
 * load (a publish): ``load_weights``; a changed incarnation means Ray restarted the worker while it
-  was idle; a death turns it into a recovery.
+  was idle; a death turns it into a recovery; an error (weights it cannot fetch) leaves it idle at
+  the version it held, and the publish raises it.
 * retire (a shrink, a killed actor): wait until its name is free.
 """
 
@@ -194,14 +195,19 @@ class WorkerStarts:
         except RayActorError as exc:
             self._died(start, exc)
             return
-        except Exception as exc:  # the actor answered with an error (a state dict it cannot load)
+        except Exception as exc:  # an error, not a death: weights it cannot load, or cannot fetch
             if start.kind == "fresh":
                 self._fail(start, exc)
                 return
             log.error("%s failed at its %s: %s", worker_name(start.index), start.step, exc)
-            self._lose(start)
             if start.kind == "load":
+                # the actor is alive at the version it held (weights whose owner died before it
+                # fetched them: a learner killed as it published): the publish answers the error,
+                # and the next one (the run's rewind to its checkpoint) loads it again
                 self.load_errors.append(exc)
+                self._idle(start)
+            else:
+                self._lose(start)
             return
         match start.step:
             case "ready":
@@ -322,6 +328,14 @@ class WorkerStarts:
                 self._lose(start)
             case _:
                 raise AssertionError(f"a {start.kind} start has no deadline")
+
+    def _idle(self, start: Start) -> None:
+        """``start`` is over without a change: its worker plays again (or retires, if leaving)."""
+        del self._starts[start.index]
+        member = replace(self._roster[start.index], state="idle")
+        self._roster.set(start.index, member)
+        if member.leaving:
+            self.retire(start.index)
 
     def _lose(self, start: Start) -> None:
         log.error("%s did not come back; the pool goes on without it", worker_name(start.index))

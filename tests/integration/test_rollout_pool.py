@@ -273,6 +273,34 @@ def test_a_worker_hung_in_a_chunk_past_its_deadline_is_killed_restarted_and_its_
     assert set(pool.workers_versions().values()) == {version}
 
 
+@ray.remote(num_cpus=0)
+class WeightsOwner:
+    """Owns the weights it puts, as the learner's rank 0 owns the weights it publishes."""
+
+    def put(self, weights: dict) -> list:
+        return [ray.put(weights)]  # in a list: the caller gets the reference, not the weights
+
+
+def test_a_publish_of_weights_whose_owner_died_fails_and_keeps_every_worker(pool, zoo):
+    """A learner killed as it publishes: its weights' owner is gone before a worker fetched them.
+    The publish raises, every worker stays in the pool at the version it held, and the next publish
+    (the run's rewind to its checkpoint) brings them all to it."""
+    held = pool.weights_version
+    weights = student_weights(zoo)
+    owner = WeightsOwner.remote()  # type: ignore[attr-defined]
+    (orphan,) = ray.get(owner.put.remote(weights))
+    ray.kill(owner, no_restart=True)
+    time.sleep(1.0)  # the owner's death reaches the object directory
+    with pytest.raises(Exception, match="owner"):
+        pool.publish_weights(orphan, held + 1)
+    assert pool.live_workers == ["rollout-worker-0", "rollout-worker-1"]
+    assert set(pool.workers_versions().values()) == {held}
+    pool.publish_weights(ray.put(weights), held, rewind=True)
+    result = pool.play(TASKS, h_roll=1, temperature=1.0, weights_version=held, max_new_tokens=16)
+    assert result.failures == [] and result.task_indices == list(range(6))
+    assert set(pool.workers_versions().values()) == {held}
+
+
 def gateway_health(gateway: LocalGateway) -> dict:
     return httpx.get(f"{gateway.url}/healthz", timeout=5.0).json()
 
