@@ -53,7 +53,7 @@ class KeepWeights:
 
 @dataclass(frozen=True)
 class Close:
-    """Forget every worker (their actors are killed by the caller)."""
+    """Kill every worker's actor for good and forget them; every later message is refused."""
 
 
 PoolMessage = ReplaceWorker | Resize | SwitchGateway | PublishWeights | KeepWeights | Close
