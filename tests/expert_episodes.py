@@ -59,3 +59,45 @@ def scripted_episode(seed: int = 0, turns: int = len(SCRIPT), won: bool = True) 
         )
         steps.append(ExpertTurn(action=action, result=result))
     return ExpertEpisode(start=start, turns=steps)
+
+
+def scripted_search_episode(seed: int = 0) -> ExpertEpisode:
+    """A small multi-hop search episode (a search, then the answer), in the gateway's messages."""
+    question = "In which country was the founder of Brightwater Press born?"
+    start = EpisodeStart(
+        episode_id=f"search{seed}",
+        observation=f"Question: {question}",
+        objective=question,
+        admissible_actions=[],
+        task_type="two_hop",
+        game_id=f"train/two_hop/{seed:05d}",
+        seed=seed,
+        expert_action="search[Brightwater Press founder]",
+    )
+    passages = "<information>Brightwater Press was founded by Ada Lorne, born in Veloria.</information>"
+    turns = [
+        ExpertTurn(
+            action="search[Brightwater Press founder]",
+            result=StepResult(
+                observation=passages,
+                reward=0.0,
+                done=False,
+                won=False,
+                admissible_actions=[],
+                turn=1,
+                expert_action="answer[Veloria]",
+            ),
+        ),
+        ExpertTurn(
+            action="answer[Veloria]",
+            result=StepResult(
+                observation="Your answer is correct.",
+                reward=1.0,
+                done=True,
+                won=True,
+                admissible_actions=[],
+                turn=2,
+            ),
+        ),
+    ]
+    return ExpertEpisode(start=start, turns=turns)

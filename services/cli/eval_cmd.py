@@ -78,7 +78,9 @@ def eval_(
         cluster={"rollout_workers": workers},
     )
     # one-line error before anything starts: a missing model, or one trained in another format
-    check_task_reminder(model, settings.models.cache_dir, settings.rollout.task_reminder)
+    check_task_reminder(
+        model, settings.models.cache_dir, settings.rollout.task_reminder, env or settings.rollout.env
+    )
     spec = EvalSpec(
         model=model,
         env=env or settings.rollout.env,

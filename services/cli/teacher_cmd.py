@@ -79,7 +79,7 @@ def train(
     """
     from transformers.utils import logging as hf_logging
 
-    from services.teacher_training.pipeline import check_request, expert_dataset, train_teacher
+    from services.teacher_training.pipeline import check_request, expert_datasets, train_teacher
 
     hf_logging.disable_progress_bar()
     overrides = {"episodes": episodes, "epochs": epochs, "seed": seed, "out": out, "base": base, "lr": lr}
@@ -94,7 +94,7 @@ def train(
         TextColumn("{task.fields[info]}"),
     )
     with Progress(*columns, console=console) as progress:
-        dataset = expert_dataset(settings, config, _CollectBar(progress, console))
+        datasets = expert_datasets(settings, config, _CollectBar(progress, console))
         task = progress.add_task("training", total=None, info="")
 
         def on_stage(description: str) -> None:
@@ -106,13 +106,14 @@ def train(
             if not console.is_terminal and _plain_line_due(report.step + 1, report.total_steps, 20):
                 console.print(f"training step {report.step + 1}/{report.total_steps}  {info}")
 
-        trained = train_teacher(settings, dataset, on_step=on_step, on_stage=on_stage, fresh=fresh)
+        trained = train_teacher(settings, datasets, on_step=on_step, on_stage=on_stage, fresh=fresh)
         progress.update(task, description="done")
-    summary, info = trained.summary, dataset.info
-    state = "cached" if dataset.cached else "collected"
-    console.print(
-        f"expert data  {state}: {info.episodes} episodes ({info.dropped} dropped) in {dataset.path}"
-    )
+    summary = trained.summary
+    for dataset in datasets:
+        info, state = dataset.info, "cached" if dataset.cached else "collected"
+        console.print(
+            f"expert data  {info.env} {state}: {info.episodes} episodes ({info.dropped} dropped) in {dataset.path}"
+        )
     resumed = "" if trained.resumed_at_step is None else f" (resumed at step {trained.resumed_at_step})"
     console.print(
         f"training     {summary.steps} steps{resumed}, {summary.tokens_seen:,} tokens in {summary.seconds:.0f}s; "

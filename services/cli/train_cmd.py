@@ -21,7 +21,7 @@ from services.contracts.method import Method
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
 from services.models.tokenizer_match import check_same_tokenizer
-from services.models.trained_format import check_task_reminder
+from services.models.trained_format import check_task_reminder, learned_per_env
 from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import saved_settings
@@ -53,19 +53,26 @@ def depth_text(m: StepMetrics) -> str:
 
 def _check_formats(settings: TurnOPDSettings) -> None:
     """Student and teachers must have been trained in the observation format they play (or not
-    say): the student in the run's, each teacher in its source's; in a multi-environment run every
+    say): the student in the run's (a joint student, in each source's), each teacher in its
+    source's; in a multi-environment run every
     teacher must share the student's vocabulary. A source scoring on a server has no checkpoint
     here to read: its tokenizer is probed when the run starts."""
     cache = settings.models.cache_dir
-    check_task_reminder(settings.models.student, cache, settings.rollout.task_reminder)
+    sources = settings.task_sources()
+    student, rollout = settings.models.student, settings.rollout
+    if settings.sources and learned_per_env(student, cache):  # a joint student: each env's format
+        for source in sources:
+            check_task_reminder(student, cache, source.task_reminder, source.env)
+    else:
+        check_task_reminder(student, cache, rollout.task_reminder, rollout.env)
     if not settings.sources:
-        check_task_reminder(settings.models.teacher, cache, settings.rollout.task_reminder)
+        check_task_reminder(settings.models.teacher, cache, rollout.task_reminder, rollout.env)
         return
     teachers = {}
-    for i, source in enumerate(settings.task_sources()):
+    for i, source in enumerate(sources):
         if source.endpoint_url:
             continue  # not a checkpoint here: its server's tokens are probed over HTTP as it starts
-        check_task_reminder(source.teacher, cache, source.task_reminder)
+        check_task_reminder(source.teacher, cache, source.task_reminder, source.env)
         teachers[f"sources[{i}].teacher"] = source.teacher
     check_same_tokenizer(settings.models.student, teachers, cache)
 

@@ -130,7 +130,7 @@ class RolloutWorkerService:
 
 @ray.remote(max_restarts=-1, max_task_retries=0, concurrency_groups={"ping": 1})  # type: ignore[call-overload]
 class RolloutWorker:
-    """Ray shell of ``RolloutWorkerService``; the pool creates it with ``worker_options``."""
+    """Ray shell of ``RolloutWorkerService``; the pool creates it with ``start_worker``."""
 
     def __init__(
         self,
@@ -194,3 +194,9 @@ def worker_options(settings: RolloutWorkerServiceSettings, index: int) -> dict[s
         "max_restarts": -1,
         "max_task_retries": 0,
     }
+
+
+def start_worker(settings: RolloutWorkerServiceSettings, index: int, gateway_url: str, model: str) -> Any:
+    """A new ``rollout-worker-{index}`` actor playing ``model`` (its ``ready`` call tells when it is up)."""
+    actor: Any = RolloutWorker
+    return actor.options(**worker_options(settings, index)).remote(settings, index, gateway_url, model)

@@ -3,45 +3,44 @@
 ``play`` cuts the tasks into chunks (one per worker by default: an even split) and hands each
 idle worker the next chunk, so a slow or restarted worker does not hold the others back. When a
 worker dies mid-play (``RayActorError``), Ray restarts it; the pool reloads the current weights into
-it once it is back (the others play on meanwhile), and plays that chunk again (``rollout_worker.max_attempts`` times in
-all), and only then reports the chunk's tasks as ``EpisodeFailure``. Re-plays sample the same
-way (chunk seeds depend on the tasks, not on the worker), and every result names the weights
-version that generated it, which is always the version the caller asked for.
+it once it is back (the others play on meanwhile), and plays that chunk again
+(``rollout_worker.max_attempts`` times in all), and only then reports the chunk's tasks as
+``EpisodeFailure``. Re-plays sample the same way (chunk seeds depend on the tasks, not on the
+worker), and every result names the weights version that generated it, which is always the version
+the caller asked for.
 
 A chunk that lost episodes to the env gateway is played again too (``chunk_dispatch.py``).
 
 Operations (`turnopd restart`, `scale`, a gateway switch, a publish) are messages
-(``pool_messages.py``) applied by the one thread that owns the pool at a time (``pool_owner.py``):
-a ``play`` owns it for its whole play and applies them between chunks; otherwise the caller applies
-its own. No lock guards the members: only their owner touches them, and other threads read the
-tuple of them it publishes. A worker's way up (a replacement, a growth, a restart Ray makes, a
-weights load) is a ``Start`` whose Ray calls the owner waits for beside the chunks in flight
-(``worker_starts.py``), so the other workers keep playing meanwhile. A replaced worker's chunk in
-flight dies with its old actor and is played again; a shrink takes the leaving workers out of
-dispatch, lets each finish its chunk, then kills it. A publish is applied between plays.
+(``pool_messages.py``) applied (``pool_operations.py``) by the one thread that owns the pool at a
+time (``pool_owner.py``): a ``play`` owns it for its whole play and applies them between chunks;
+otherwise the caller applies its own. No lock guards the members: only their owner touches them,
+and other threads read the tuple of them it publishes. A worker's way up (a replacement, a growth,
+a restart Ray makes, a weights load) is a ``Start`` whose Ray calls the owner waits for beside the
+chunks in flight (``worker_starts.py``), so the other workers keep playing meanwhile. A replaced
+worker's chunk in flight dies with its old actor and is played again; a shrink takes the leaving
+workers out of dispatch, lets each finish its chunk, then kills it. A publish is applied between
+plays.
 """
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError
 
-from services.cluster_capacity import check_free_resources
 from services.contracts.rollout import EpisodeTask, RolloutRequest, RolloutResult
 from services.errors import InputError, TurnOPDError
 from services.ray_names import NAMESPACE
 from services.ray_names import ROLLOUT_POOL as POOL_NAME
 from services.ray_session import wait_name_free
-from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options, worker_resources
+from services.rollout_worker.actor import start_worker, worker_name
 from services.rollout_worker.chunk_dispatch import ChunkDispatch
 from services.rollout_worker.chunk_ledger import ChunkLedger, InFlight
-from services.rollout_worker.engines.base import next_version
-from services.rollout_worker.pool_members import Gateway, Member, Published, Roster, Start
+from services.rollout_worker.pool_members import Member, Roster, Start
 from services.rollout_worker.pool_messages import (
     Close,
     KeepWeights,
@@ -51,26 +50,17 @@ from services.rollout_worker.pool_messages import (
     Resize,
     SwitchGateway,
 )
+from services.rollout_worker.pool_operations import PoolOperations, check_index
 from services.rollout_worker.pool_owner import Owner
 from services.rollout_worker.pool_stats import PoolStats
 from services.rollout_worker.seeds import derive_seed
 from services.rollout_worker.task_chunks import depth_chunks, merge_results
 from services.rollout_worker.weights_version import StaleWeightsError
-from services.rollout_worker.worker_starts import WorkerStarts
 from services.settings.per_service import RolloutWorkerServiceSettings
 
 log = logging.getLogger(__name__)
 
 _INBOX_POLL_S = 0.1  # how often an owner waiting on Ray looks at its inbox
-
-
-@dataclass
-class _Resizing:
-    """A resize under way (one at a time: a later one waits for it)."""
-
-    before: int
-    size: int
-    answer: "Future[Any]"
 
 
 class RolloutPool:
@@ -84,34 +74,17 @@ class RolloutPool:
     def __init__(
         self, own: RolloutWorkerServiceSettings, workers: int, env_gateway_url: str, model: str
     ) -> None:
-        self.own = own
         self.model = model
         self.stats = PoolStats()
         self._owner: Owner[PoolMessage] = Owner()
-        # the owner's state: only the thread holding the owner's role changes it (and reads the
-        # members through the roster; other threads read its view)
-        self._published = Published(None, 0)
-        self._gateway = Gateway(env_gateway_url, 0)
-        actor: Any = RolloutWorker
-        handles = [
-            actor.options(**worker_options(own, i)).remote(own, i, env_gateway_url, model)
-            for i in range(workers)
-        ]
-        self._roster = Roster([Member(handle, own, None) for handle in handles])
-        self._starts = WorkerStarts(
-            self._roster,
-            self.stats,
-            model,
-            lambda: self._published,
-            lambda: self._gateway.url,
-            lambda: self.own.restart_timeout_s,
-        )
-        self._dispatch = ChunkDispatch(self._roster, self._starts, self.stats, lambda: self._gateway)
-        self._deferred: list[tuple[PoolMessage, Future[Any]]] = []
-        self._resizing: _Resizing | None = None
-        self._settling: list[Future[Any]] = []  # publishes, answered once no start is in flight
-        self._playing = False
-        self._closed = False
+        # the owner's state: only the thread holding the owner's role changes it (other threads read
+        # the roster's view and the operations' settings, weights and gateway, each replaced whole)
+        self._roster = Roster()
+        self._ops = PoolOperations(self._roster, self.stats, own, model, env_gateway_url)
+        self._dispatch = ChunkDispatch(self._roster, self._ops.starts, self.stats, lambda: self._ops.gateway)
+        handles = [start_worker(own, i, env_gateway_url, model) for i in range(workers)]
+        for handle in handles:
+            self._roster.append(Member(handle, own, None))
         timeout = own.ready_timeout_s
         try:
             incarnations = ray.get([handle.ready.remote() for handle in handles], timeout=timeout)
@@ -130,12 +103,16 @@ class RolloutPool:
     # --- read from any thread -------------------------------------------------------------------
 
     @property
+    def own(self) -> RolloutWorkerServiceSettings:
+        return self._ops.own
+
+    @property
     def weights_version(self) -> int:
-        return self._published.version
+        return self._ops.published.version
 
     @property
     def env_gateway_url(self) -> str:
-        return self._gateway.url
+        return self._ops.gateway.url
 
     @property
     def size(self) -> int:
@@ -144,7 +121,7 @@ class RolloutPool:
     def worker_settings(self, index: int) -> RolloutWorkerServiceSettings:
         """The settings worker ``index`` was (re)started with."""
         view = self._roster.view
-        _check_index(index, len(view))
+        check_index(index, len(view))
         return view[index].settings
 
     def members(self) -> list[tuple[int, RolloutWorkerServiceSettings, bool]]:
@@ -163,7 +140,7 @@ class RolloutPool:
 
     def retune(self, settings: RolloutWorkerServiceSettings) -> None:
         """Read the pool's own knobs from ``settings`` from now on (every worker was replaced with them)."""
-        self.own = settings
+        self._ops.own = settings
 
     # --- the data path --------------------------------------------------------------------------
 
@@ -192,8 +169,8 @@ class RolloutPool:
             raise InputError(f"{len(depths)} rollout depths for {len(tasks)} tasks")
         started = time.perf_counter()
         with self._owner.role():
-            if weights_version != self._published.version:
-                raise StaleWeightsError(POOL_NAME, self._published.version, weights_version)
+            if weights_version != self._ops.published.version:
+                raise StaleWeightsError(POOL_NAME, self._ops.published.version, weights_version)
             pieces = depth_chunks(depths, len(self._roster), chunk_size)
             requests = [
                 RolloutRequest(
@@ -208,11 +185,11 @@ class RolloutPool:
             ]
             knobs = self.own.rollout_worker
             ledger = ChunkLedger(requests, knobs.max_attempts, knobs.chunk_timeout_s)
-            self._playing = True
+            self._ops.playing = True
             try:
                 self._run(ledger, on_result)
             finally:
-                self._playing = False
+                self._ops.playing = False
                 self._dispatch.abandon(ledger)
         chunks = [chunk for chunk, _ in pieces]
         elapsed = time.perf_counter() - started
@@ -224,7 +201,7 @@ class RolloutPool:
         """The owner's loop: apply the inbox, hand out chunks, take what Ray answers first, until
         the play (if any) is over and no operation is under way."""
         while True:
-            self._apply_inbox()
+            self._ops.apply_inbox(self._owner.take())
             if ledger is not None:
                 self._dispatch.hand_out(ledger)
             if self._at_rest(ledger):
@@ -235,10 +212,7 @@ class RolloutPool:
         """Nothing left to do: a play's publishes put off are the next owner's (their posters wait)."""
         return (
             (ledger is None or ledger.finished())
-            and not self._starts
-            and (ledger is not None or not self._deferred)
-            and self._resizing is None
-            and not self._settling
+            and not self._ops.busy(playing=ledger is not None)
             and self._owner.inbox_empty()
         )
 
@@ -246,8 +220,9 @@ class RolloutPool:
         """Wait for the first answer of a chunk or a start (or a deadline, or the inbox's next look) and take it."""
         now = time.monotonic()
         calls: dict[Any, InFlight | Start] = dict(ledger.inflight) if ledger is not None else {}
-        calls.update(self._starts.calls())
-        times = [now + _INBOX_POLL_S, self._starts.next_time()]
+        starts = self._ops.starts
+        calls.update(starts.calls())
+        times = [now + _INBOX_POLL_S, starts.next_time()]
         if ledger is not None:
             times.extend(ledger.due.values())
             if ledger.gateway_wait is not None:
@@ -261,14 +236,14 @@ class RolloutPool:
         for ref in done:
             job = calls[ref]
             if isinstance(job, Start):
-                self._starts.answered(job)
+                starts.answered(job)
             elif ledger is not None:
                 self._dispatch.back(ledger, ref, on_result)
         now = time.monotonic()
         if ledger is not None:
             self._dispatch.on_time(ledger, now)
-        self._starts.on_time(now)
-        self._check_operations()
+        starts.on_time(now)
+        self._ops.check()
 
     # --- operations: messages to the owner ------------------------------------------------------
 
@@ -313,7 +288,7 @@ class RolloutPool:
         An ObjectRef lives only as long as the process that put it: call this before that process
         (the learner's rank 0) goes away, so a worker restarted later can still be reloaded.
         """
-        published = self._published
+        published = self._ops.published
         if published.ref is None:
             return
         owned = ray.put(ray.get(published.ref))
@@ -326,140 +301,3 @@ class RolloutPool:
         deadline = time.monotonic() + 30.0
         for index in range(count):
             wait_name_free(worker_name(index), NAMESPACE, max(0.0, deadline - time.monotonic()))
-
-    def _apply_inbox(self) -> None:
-        """Apply the messages put off before, then the new ones (owner only)."""
-        queued, self._deferred = self._deferred, []
-        for message, answer in [*queued, *self._owner.take()]:
-            try:
-                if not self._apply(message, answer):
-                    self._deferred.append((message, answer))
-            except Exception as exc:
-                if not answer.done():
-                    answer.set_exception(exc)
-        self._check_operations()
-
-    def _apply(self, message: PoolMessage, answer: "Future[Any]") -> bool:
-        """Apply ``message``, answering now or once what it started is over; False: not yet (kept for later)."""
-        if self._closed and not isinstance(message, Close):
-            raise TurnOPDError("the rollout pool is closed")
-        match message:
-            case ReplaceWorker(index=index, settings=settings):
-                _check_index(index, len(self._roster))
-                self._starts.replace(index, settings, answer)
-            case Resize(size=size, settings=settings):
-                if self._resizing is not None:
-                    return False
-                self._resize(size, settings, answer)
-            case SwitchGateway(url=url):
-                self._gateway = Gateway(url, self._gateway.generation + 1)
-                answer.set_result(None)
-            case PublishWeights(weights_ref=ref, version=version, rewind=rewind):
-                if self._playing:
-                    return False  # the play goes on at its version; the next one plays this one
-                self._publish(ref, version, rewind)
-                self._settling.append(answer)
-            case KeepWeights(owned=owned, version=version):
-                if self._published.version == version:  # else a newer publish came, with its own reference
-                    self._published = Published(owned, version)
-                answer.set_result(None)
-            case Close():
-                self._close()
-                answer.set_result(None)
-            case _:
-                raise TypeError(f"not a rollout pool message: {message!r}")
-        return True
-
-    def _resize(self, size: int, settings: RolloutWorkerServiceSettings, answer: "Future[Any]") -> None:
-        before = len(self._roster)
-        self.own = settings
-        if size > before:
-            check_free_resources(
-                ray.available_resources(), worker_resources(settings), size - before, "rollout worker"
-            )
-            self._resizing = _Resizing(before, size, answer)
-            actor: Any = RolloutWorker
-            for index in range(before, size):
-                handle = actor.options(**worker_options(settings, index)).remote(
-                    settings, index, self._gateway.url, self.model
-                )
-                self._roster.append(Member(handle, settings, None, state="starting"))
-                self._starts.grow(index, handle, settings, size - before, before)
-        elif size < before:
-            self._resizing = _Resizing(before, size, answer)
-            for index in range(size, before):
-                self._roster.set(index, replace(self._roster[index], leaving=True))
-                self._starts.leave(index)
-        else:
-            answer.set_result(before)
-
-    def _publish(self, weights_ref: Any, version: int, rewind: bool) -> None:
-        next_version(self._published.version, version, rewind)
-        if isinstance(weights_ref, Mapping):
-            weights_ref = ray.put(dict(weights_ref))
-        elif not isinstance(weights_ref, ray.ObjectRef):
-            raise InputError(
-                f"weights must be an ObjectRef or a state dict, got {type(weights_ref).__name__}"
-            )
-        self._published = Published(weights_ref, version)
-        for index, member in enumerate(self._roster):
-            if member.state == "idle":  # the others load it at the end of their start
-                self._starts.load(index, rewind)
-
-    def _check_operations(self) -> None:
-        """Answer the resize and the publishes whose workers are done."""
-        resizing = self._resizing
-        if resizing is not None and resizing.size > resizing.before:
-            self._check_growth(resizing)
-        elif resizing is not None:
-            leaving = range(resizing.size, resizing.before)
-            if all(self._roster[i].state == "gone" and i not in self._starts for i in leaving):
-                self._roster.truncate(resizing.size)
-                self._resizing = None
-                log.info("rollout pool shrunk %d -> %d workers", resizing.before, resizing.size)
-                resizing.answer.set_result(resizing.before)
-        if self._settling and not self._starts:
-            settled, self._settling = self._settling, []
-            errors, self._starts.load_errors = self._starts.load_errors, []
-            for answer in settled:
-                if errors:
-                    answer.set_exception(errors[0])
-                else:
-                    answer.set_result(None)
-
-    def _check_growth(self, growth: _Resizing) -> None:
-        over, error = self._starts.growth_over()
-        if not over:
-            return
-        self._resizing = None
-        if error is None:
-            log.info(
-                "rollout pool grown %d -> %d workers at weights version %d",
-                growth.before,
-                growth.size,
-                self._published.version,
-            )
-            growth.answer.set_result(growth.before)
-        else:
-            self._roster.truncate(growth.before)
-            growth.answer.set_exception(error)
-
-    def _close(self) -> None:
-        closed = TurnOPDError("the rollout pool closed")
-        handles = [m.handle for m in self._roster] + self._starts.close(closed)
-        for handle in handles:
-            ray.kill(handle, no_restart=True)
-        self._roster.truncate(0)
-        self._closed = True
-        waiting = [answer for _, answer in self._deferred] + self._settling
-        if self._resizing is not None:
-            waiting.append(self._resizing.answer)
-        self._deferred, self._settling, self._resizing = [], [], None
-        for answer in waiting:
-            if not answer.done():
-                answer.set_exception(closed)
-
-
-def _check_index(index: int, size: int) -> None:
-    if not 0 <= index < size:
-        raise InputError(f"no {worker_name(index)}: the pool has workers 0..{size - 1}")

@@ -35,33 +35,31 @@ class Member:
 
 
 class Roster:
-    """The pool's members: changed by the owner only; ``view``, the tuple published after each change,
-    is what other threads read."""
+    """The pool's members as one tuple, replaced (never changed in place) by the owner only: any
+    thread can read ``view``, the tuple of the moment."""
 
     def __init__(self, members: Sequence[Member] = ()) -> None:
-        self._members = list(members)
-        self.view: tuple[Member, ...] = tuple(self._members)
+        self.view: tuple[Member, ...] = tuple(members)
 
     def __len__(self) -> int:
-        return len(self._members)
+        return len(self.view)
 
     def __getitem__(self, index: int) -> Member:
-        return self._members[index]
+        return self.view[index]
 
     def __iter__(self) -> Iterator[Member]:
-        return iter(self._members)
+        return iter(self.view)
 
     def set(self, index: int, member: Member) -> None:
-        self._members[index] = member
-        self.view = tuple(self._members)
+        if not 0 <= index < len(self.view):
+            raise IndexError(f"no member {index} in a roster of {len(self.view)}")
+        self.view = (*self.view[:index], member, *self.view[index + 1 :])
 
     def append(self, member: Member) -> None:
-        self._members.append(member)
-        self.view = tuple(self._members)
+        self.view = (*self.view, member)
 
     def truncate(self, size: int) -> None:
-        del self._members[size:]
-        self.view = tuple(self._members)
+        self.view = self.view[:size]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ray.exceptions import RayActorError
 
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import NAMESPACE
-from services.rollout_worker.actor import RolloutWorker, worker_name, worker_options
+from services.rollout_worker.actor import start_worker, worker_name
 from services.rollout_worker.pool_members import Published, Roster, Start
 from services.rollout_worker.pool_stats import PoolStats
 from services.settings.per_service import RolloutWorkerServiceSettings
@@ -383,11 +383,8 @@ class WorkerStarts:
         """``start``'s worker name is free: start the new actor, or end."""
         index = start.index
         if start.kind == "fresh" and start.error is None:
-            actor: Any = RolloutWorker
             try:
-                handle = actor.options(**worker_options(start.settings, index)).remote(
-                    start.settings, index, self._gateway_url(), self._model
-                )
+                handle = start_worker(start.settings, index, self._gateway_url(), self._model)
             except Exception as exc:
                 self._fail(start, exc)
                 return

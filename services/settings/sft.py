@@ -7,6 +7,25 @@ from pydantic import Field, model_validator
 from services.settings_section import Section
 
 ScheduleKind = Literal["cosine", "linear", "constant"]
+SFTEnv = Literal["alfworld", "search", "webshop"]
+# the [sft] keys a mix sets per part instead
+PART_KEYS = ("env", "episodes", "max_expert_turns")
+
+
+class SFTPart(Section):
+    """One environment of a joint recipe (``[[sft.mix]]``): its expert episodes, and the observation
+    format the model learns to read there."""
+
+    env: SFTEnv = Field(description="Env backend the expert plays.")
+    episodes: int = Field(ge=1, le=100_000, description="Expert episodes collected on its train split.")
+    max_expert_turns: int = Field(
+        60, ge=1, le=500, description="Expert episodes longer than this are dropped as failed."
+    )
+    task_reminder: bool = Field(
+        False,
+        description="Restate the task in every observation of this env (what [rollout] task_reminder "
+        "is to a recipe of one env); a run plays this env in the same format.",
+    )
 
 
 class SFTSettings(Section):
@@ -24,9 +43,7 @@ class SFTSettings(Section):
     )
     seed: int = Field(0, ge=0, description="Seed of the expert games, the data order and the run.")
     episodes: int = Field(600, ge=1, le=100_000, description="Expert episodes collected on the train split.")
-    env: Literal["alfworld", "search", "webshop"] = Field(
-        "alfworld", description="Env backend the expert plays."
-    )
+    env: SFTEnv = Field("alfworld", description="Env backend the expert plays.")
     split: Literal["train"] = Field("train", description="Game pool the expert plays (never valid_unseen).")
     max_expert_turns: int = Field(
         60, ge=1, le=500, description="Expert episodes longer than this are dropped as failed."
@@ -110,6 +127,12 @@ class SFTSettings(Section):
         64, ge=1, le=4096, description="Sequences are right-padded to a multiple of this (kernel reuse)."
     )
     threads: int = Field(0, ge=0, le=256, description="Torch CPU threads (0: torch's default).")
+    mix: list[SFTPart] = Field(
+        default_factory=list,
+        description="A joint recipe: one part per env (its own episodes, turn limit and task reminder), "
+        "trained on together, the episodes of every part shuffled into one stream; empty: env, episodes and "
+        "max_expert_turns here, with [rollout] task_reminder.",
+    )
     checkpoint_every: int = Field(
         100,
         ge=0,
@@ -122,6 +145,21 @@ class SFTSettings(Section):
         layers = self.base_layers
         if layers is not None and (not layers or min(layers) < 0):
             raise ValueError(f"base_layers must name at least one layer index, each >= 0, got {layers}")
+        return self
+
+    @model_validator(mode="after")
+    def _mix_owns_its_parts(self) -> "SFTSettings":
+        if not self.mix:
+            return self
+        named = [key for key in PART_KEYS if key in self.model_fields_set]
+        if named:
+            raise ValueError(
+                f"with [[sft.mix]] parts, set {', '.join(named)} in each part, not in [sft] "
+                "(the --episodes flag too)"
+            )
+        envs = [part.env for part in self.mix]
+        if len(set(envs)) != len(envs):
+            raise ValueError(f"each env may have one [[sft.mix]] part, got {envs}")
         return self
 
     @model_validator(mode="after")

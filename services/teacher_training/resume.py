@@ -52,6 +52,8 @@ def run_key(settings: SFTSettings, dataset: str, task_reminder: bool = False) ->
     key: dict[str, Any] = settings.model_dump(mode="json", exclude=set(NEUTRAL_KEYS))
     if key.get("novel_token_weight") == 1.0:  # off: states saved before the key existed still resume
         del key["novel_token_weight"]
+    if not key.get("mix"):  # one env: likewise
+        key.pop("mix", None)
     key["dataset"] = dataset
     if task_reminder:
         key["task_reminder"] = True

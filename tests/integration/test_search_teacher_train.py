@@ -16,7 +16,7 @@ from services.envs.protocols import SEARCH_PROTOCOL
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
 from services.settings.loader import load_recipe
-from services.teacher_training.pipeline import expert_dataset, train_teacher
+from services.teacher_training.pipeline import expert_datasets, train_teacher
 from services.teacher_training.rendering import render_episodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -44,13 +44,13 @@ def test_collect_and_train_on_search_and_match_the_agent_loop(tmp_path: Path, te
                 },
             },
         )
-        dataset = expert_dataset(settings)
+        (dataset,) = expert_datasets(settings)
         assert dataset.info.env == "search" and dataset.info.episodes == 6 and dataset.info.dropped == 0
         assert sorted({e.start.task_type for e in dataset.episodes}) == ["single_hop", "three_hop", "two_hop"]
         assert all(e.won and e.start.game_id.startswith("train/") for e in dataset.episodes)
         assert all(e.turns[-1].action.startswith("answer[") for e in dataset.episodes)
 
-        trained = train_teacher(settings, dataset)
+        trained = train_teacher(settings, [dataset])
         assert trained.summary.steps == 4 and trained.summary.losses[-1] < trained.summary.losses[0]
 
         chat = SEARCH_PROTOCOL.chat(ChatFormat(load_tokenizer("student-search-sft", tmp_path)))

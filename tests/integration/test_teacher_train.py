@@ -17,7 +17,7 @@ from services.env_gateway.local_server import LocalGateway
 from services.models.loading import load_causal_lm, load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
 from services.settings.loader import load_recipe
-from services.teacher_training.pipeline import expert_dataset, train_teacher
+from services.teacher_training.pipeline import expert_datasets, train_teacher
 from services.teacher_training.rendering import render_episodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,14 +51,14 @@ def test_collect_cache_train_and_match_the_agent_loop(gateway: LocalGateway, tmp
             },
         },
     )
-    dataset = expert_dataset(settings)
+    (dataset,) = expert_datasets(settings)
     assert not dataset.cached and dataset.info.episodes == 6 and dataset.info.dropped == 0
     assert sorted(e.start.task_type for e in dataset.episodes) == sorted(HOUSEHOLD_TASK_TYPES)
     assert all(e.won and e.start.game_id.startswith("train/") for e in dataset.episodes)
-    again = expert_dataset(settings)
+    (again,) = expert_datasets(settings)
     assert again.cached and again.episodes == dataset.episodes
 
-    trained = train_teacher(settings, dataset)
+    trained = train_teacher(settings, [dataset])
     assert trained.path == tmp_path / "models" / "student-sft"
     assert trained.summary.steps == 4 and trained.summary.losses[-1] < trained.summary.losses[0]
     assert load_causal_lm("student-sft", cache_dir=tmp_path).num_parameters() > 0

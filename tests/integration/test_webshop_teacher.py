@@ -18,7 +18,7 @@ from services.envs.protocols import WEBSHOP_PROTOCOL
 from services.models.loading import load_tokenizer
 from services.rollout_worker.agent_loop import play_episodes
 from services.settings.loader import load_recipe
-from services.teacher_training.pipeline import expert_dataset, train_teacher
+from services.teacher_training.pipeline import expert_datasets, train_teacher
 from services.teacher_training.rendering import render_episodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -53,13 +53,13 @@ def test_webshop_expert_data_trains_and_replays_through_the_agent_loop(config: P
     }
     with LocalGateway(config, workers=1) as gateway:
         settings = load_recipe(config, {**overrides, "sft": {**overrides["sft"], "gateway_url": gateway.url}})
-        dataset = expert_dataset(settings)
+        (dataset,) = expert_datasets(settings)
         assert dataset.info.env == "webshop" and dataset.info.episodes == 4 and dataset.info.dropped == 0
         assert all(e.won and e.start.game_id.startswith("train/goal_") for e in dataset.episodes)
         assert all(e.turns[0].action.startswith("search[") for e in dataset.episodes)
         assert all(e.turns[-1].action == "click[Buy Now]" for e in dataset.episodes)
 
-        trained = train_teacher(settings, dataset)
+        trained = train_teacher(settings, [dataset])
         assert trained.summary.steps == 4 and trained.summary.losses[-1] < trained.summary.losses[0]
 
         chat = WEBSHOP_PROTOCOL.chat(ChatFormat(load_tokenizer("student-webshop-sft", tmp_path)))

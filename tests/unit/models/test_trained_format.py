@@ -39,3 +39,23 @@ def test_a_model_is_refused_in_the_other_format_with_the_key_to_set(tmp_path: Pa
         directory = checkpoint(tmp_path, unknown, {} if unknown == "older" else None)
         check_task_reminder(str(directory), None, True)
         check_task_reminder(str(directory), None, False)
+
+
+def test_a_joint_model_records_its_format_per_env_and_is_checked_on_each(tmp_path: Path):
+    joint = checkpoint(tmp_path, "joint", {"task_reminder": {"alfworld": True, "search": False}})
+    assert trained_task_reminder(joint, "alfworld") is True
+    assert trained_task_reminder(joint, "search") is False
+    assert trained_task_reminder(joint, "webshop") is None  # never learned there: either format
+    assert trained_task_reminder(joint) is None
+    check_task_reminder(str(joint), None, True, env="alfworld")
+    check_task_reminder(str(joint), None, False, env="search")
+    check_task_reminder(str(joint), None, True, env="webshop")
+    with pytest.raises(
+        ConflictError,
+        match=r"trained with rollout\.task_reminder = false on search, but these settings have true; "
+        r".*in the \[\[sources\]\] entry of search",
+    ):
+        check_task_reminder(str(joint), None, True, env="search")
+    # a model of one env keeps one setting, whatever env it plays
+    remind = checkpoint(tmp_path, "remind", {"task_reminder": True})
+    assert trained_task_reminder(remind, "webshop") is True

@@ -55,3 +55,27 @@ def test_base_layers_are_kept_as_given(tmp_path: Path):
     config.write_text("[sft]\nbase_layers = [0, 1, 2, 1, 2, 3]\n")
     assert load_recipe(config).sft.base_layers == [0, 1, 2, 1, 2, 3]
     assert load_recipe(None).sft.base_layers is None
+
+
+def test_a_joint_recipe_names_each_env_once_and_owns_its_parts_keys(tmp_path: Path):
+    config = tmp_path / "joint.toml"
+    config.write_text(
+        '[rollout]\ntask_reminder = true\n[[sft.mix]]\nenv = "alfworld"\nepisodes = 5\ntask_reminder = true\n'
+        '[[sft.mix]]\nenv = "webshop"\nepisodes = 7\nmax_expert_turns = 30\n'
+    )
+    recipe = load_recipe(config)
+    assert [(p.env, p.episodes, p.max_expert_turns, p.task_reminder) for p in recipe.parts()] == [
+        ("alfworld", 5, 60, True),
+        ("webshop", 7, 30, False),
+    ]
+    # a recipe of one env is one part, in [rollout]'s format
+    single = load_recipe(None, {"sft": {"env": "search", "episodes": 9}, "rollout": {"task_reminder": True}})
+    assert [(p.env, p.episodes, p.task_reminder) for p in single.parts()] == [("search", 9, True)]
+    with pytest.raises(ConfigError, match=r"set env, max_expert_turns in each part, not in \[sft\]"):
+        load_recipe(config, {"sft": {"env": "search", "max_expert_turns": 10}})
+    twice = tmp_path / "twice.toml"
+    twice.write_text('[[sft.mix]]\nenv = "search"\nepisodes = 1\n[[sft.mix]]\nenv = "search"\nepisodes = 2\n')
+    with pytest.raises(
+        ConfigError, match=r"each env may have one \[\[sft.mix\]\] part, got \['search', 'search'\]"
+    ):
+        load_recipe(twice)

@@ -59,3 +59,13 @@ def test_the_novel_token_weight_is_in_the_key_only_when_on():
     assert run_key(SFTSettings(novel_token_weight=5.0), "data-1")["novel_token_weight"] == 5.0
     with pytest.raises(ValueError, match="novel_token_weight"):
         SFTSettings(novel_token_weight=0.5)
+
+
+def test_a_joint_recipe_s_parts_are_in_the_key_and_a_recipe_of_one_env_keeps_its_old_key():
+    assert "mix" not in run_key(SFTSettings(), "data-1")  # states saved before [[sft.mix]] still resume
+    joint = SFTSettings(mix=[{"env": "alfworld", "episodes": 3, "task_reminder": True}])
+    other = SFTSettings(mix=[{"env": "alfworld", "episodes": 3}])
+    assert run_key(joint, "a+b")["mix"] == [
+        {"env": "alfworld", "episodes": 3, "max_expert_turns": 60, "task_reminder": True}
+    ]
+    assert run_key(joint, "a+b") != run_key(other, "a+b")  # another format: another run
