@@ -118,7 +118,7 @@ class StepMetrics(Record):
 class EvalRecord(Record):
     """One line of ``RUN_DIR/eval.jsonl``: Avg@n on the validation split after a step."""
 
-    LEFT_OUT_WHEN_NONE = ("env",)
+    LEFT_OUT_WHEN_NONE = ("env", "failed_episodes")
 
     step: NonNegInt
     cumulative_s: FiniteFloat = Field(ge=0.0)
@@ -131,4 +131,10 @@ class EvalRecord(Record):
     env: str | None = Field(
         None,
         description="The task source evaluated (a multi-environment run); None, and left out: one source.",
+    )
+    failed_episodes: NonNegInt | None = Field(
+        None,
+        description="Episodes of `episodes` that could not be played (a lost env, a worker's error): "
+        "counted as failures in success_rate, so a rate with failed episodes understates the model; "
+        "None, and left out: every episode played.",
     )

@@ -191,6 +191,25 @@ def whole_climb(evals: Sequence[EvalRecord]) -> float | None:
 
 
 @dataclass(frozen=True)
+class LostEpisodes:
+    """An evaluation point some of whose episodes could not be played (counted as failures)."""
+
+    seed: int
+    step: int
+    failed: int
+    episodes: int
+
+
+def lost_episodes(seed: int, evals: Sequence[EvalRecord]) -> list[LostEpisodes]:
+    """The points of one run whose ``failed_episodes`` is set, in step order."""
+    return [
+        LostEpisodes(seed, e.step, e.failed_episodes, e.episodes)
+        for e in sorted(evals, key=lambda e: e.step)
+        if e.failed_episodes
+    ]
+
+
+@dataclass(frozen=True)
 class MethodFrontier:
     """One method's frontier figures over its seeds."""
 
@@ -202,6 +221,7 @@ class MethodFrontier:
     late_gain: float | None  # seed mean; None if some seed has too few points
     late_slope: float | None = None  # seed mean, Avg@n per step over the last points; None as above
     whole_climb: float | None = None  # seed mean, Avg@n per step from the first point to the last
+    lost: tuple[LostEpisodes, ...] = ()  # points with episodes that could not be played
 
     @property
     def best_mean(self) -> float:
@@ -226,6 +246,7 @@ def method_frontier(method: str, runs: Sequence[RunLogs], threshold: float | Non
         late_gain=seed_mean(gains),
         late_slope=seed_mean([late_slope(r.evals) for r in runs]),
         whole_climb=seed_mean([whole_climb(r.evals) for r in runs]),
+        lost=tuple(x for r in runs for x in lost_episodes(r.seed, r.evals)),
     )
 
 

@@ -182,6 +182,12 @@ def notes(report: FrontierReport) -> list[str]:
         )
     if report.games < MIN_GAMES:
         out.append(f"{report.games} games per evaluation: fewer than the protocol's {MIN_GAMES}.")
+    for method, f in report.methods.items():
+        for x in f.lost:
+            out.append(
+                f"{method} seed {x.seed}, step {x.step}: {x.failed} of {x.episodes} episodes could not be "
+                "played and count as failures; that point understates the model."
+            )
     base = report.methods.get(report.summary.baseline)
     if base is not None:
         gain = base.late_gain

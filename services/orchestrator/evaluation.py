@@ -1,6 +1,8 @@
 """The evaluator part of the step loop: Avg@n on each task source's validation split with the
 current weights (one source: ``[rollout] env`` on ``[eval] split``)."""
 
+import logging
+from collections import Counter
 from dataclasses import dataclass
 
 from services.contracts.env_gateway import HOUSEHOLD_TASK_TYPES
@@ -10,6 +12,8 @@ from services.rollout_worker.pool import RolloutPool
 from services.rollout_worker.seeds import derive_seed
 from services.settings.task_mix import TaskSource
 from services.settings.tree import EvalSettings, TurnOPDSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,18 @@ def evaluate_source(
         seed=cfg.seed,
         task_types=types,
     )
+    if report.failed_episodes:
+        reasons = Counter(f.reason for f in result.failures)
+        log.warning(
+            "evaluation after step %d%s: %d of %d episodes could not be played (%s), counted as "
+            "failures; the success rate understates the model (failed_episodes in eval.jsonl); e.g. %s",
+            step,
+            f" ({source.env})" if plan.multi_source else "",
+            report.failed_episodes,
+            report.episodes,
+            ", ".join(f"{n} {why}" for why, n in reasons.items()) or "no trajectory",
+            result.failures[0].error if result.failures else "no trajectory returned",
+        )
     return EvalRecord(
         step=step,
         cumulative_s=cumulative_s,
@@ -94,4 +110,5 @@ def evaluate_source(
         avg_at_n=report.avg_at_n,
         per_task_type={t: s.avg_at_n for t, s in report.per_task_type.items()},
         env=source.env if plan.multi_source else None,
+        failed_episodes=report.failed_episodes or None,
     )

@@ -1,5 +1,6 @@
 """The frontier page on a hand-made comparison: every number traced to the series below."""
 
+import dataclasses
 import json
 
 import pytest
@@ -109,3 +110,24 @@ def test_games_must_be_one_shape():
     assert games_of([(240, 4)]) == (60, 4)
     with pytest.raises(InputError, match="differ"):
         games_of([(60, 1), (30, 1)])
+
+
+def test_points_with_unplayed_episodes_are_named():
+    r = report(Teacher(Score("teacher", 0.8, 60), "given"))
+    assert "could not be played" not in frontier_markdown(r, None)  # every episode played
+    runs = [
+        run_logs("turnopd", 0, 5.0, TURNOPD),
+        run_logs("vanilla", 0, 10.0, VANILLA),
+    ]
+    lossy = runs[0].evals[0].model_copy(update={"failed_episodes": 3})
+    runs[0] = dataclasses.replace(runs[0], evals=[lossy, *runs[0].evals[1:]])
+    summary = summarise(runs, 6)
+    methods = frontiers(runs, reach_threshold(summary.methods["vanilla"].same_step_acc))
+    assert [(x.seed, x.step, x.failed, x.episodes) for x in methods["turnopd"].lost] == [(0, 0, 3, 4)]
+    assert methods["vanilla"].lost == ()
+    page = frontier_markdown(FrontierReport(summary, methods, r.teacher, 4, 1), None)
+    assert "- turnopd seed 0, step 0: 3 of 4 episodes could not be played and count as failures" in page
+    # the record keeps the count through JSON; a record without it reads and writes as before
+    line = lossy.model_dump_json()
+    assert '"failed_episodes":3' in line and type(lossy).model_validate_json(line) == lossy
+    assert "failed_episodes" not in runs[1].evals[0].model_dump_json()
