@@ -16,7 +16,12 @@ three single runs together.
 
     PYTHONPATH=$PWD python bench/multi_env.py [--config configs/multi_env.toml] [--steps N] [--keep DIR]
 
-``--json FILE`` also writes the figures as JSON.
+``--json FILE`` also writes the figures as JSON. With ``--keep DIR`` the bench is resumable: run the
+same command again and a run already complete in DIR is read, not trained again, and a partial one
+continues from its last checkpoint (its wall time then covers only the last sitting, and is marked).
+With ``[eval] at_start`` set, the multi-environment run evaluates the starting student on every
+source first: the "before" column, and each "after" is checked to lie above it (95% Wilson
+intervals apart); the single runs start from the same student, and skip that evaluation.
 """
 
 import argparse
@@ -31,11 +36,13 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.diagnostics.step_stats import mean_token_kl
-from services.orchestrator.pipeline import train
+from services.errors import ConflictError
+from services.experiments.compare_dir import run_state
+from services.experiments.compare_plan import differences_from_plan
 from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.single_source import single_source_overrides
 from services.orchestrator.throughput import CpuTimes, cpu_times, cpu_utilisation
-from services.run_dir import RunDir
+from services.run_dir import SECRET_FIELDS, RunDir
 from services.settings import load_settings
 from services.settings.tree import saved_settings
 
@@ -48,6 +55,7 @@ class EnvFigures:
     episodes: int  # training episodes over the run
     success: float  # after the last step, on its eval split
     eval_episodes: int
+    before: float | None  # the starting student's, at step 0 (None: not evaluated at step 0)
     h_hat: list[int]  # at every step
     h_bar: float  # at its last probe
     h_eff: int | None  # at its last probe
@@ -63,6 +71,7 @@ class RunFigures:
     steps_s: float  # the sum of the step times
     cpu: float  # the machine's CPU utilisation over wall_s
     envs: list[EnvFigures]
+    resumed: bool = False  # continued from a checkpoint: wall_s and cpu cover the last sitting only
 
 
 def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -77,25 +86,57 @@ def read_cpu() -> CpuTimes:
     return cpu_times(Path("/proc/stat").read_text())
 
 
+TIMES_FILE = "bench_times.json"  # under --keep: each finished run's wall time and CPU, by name
+
+
+def read_times(root: Path) -> dict[str, Any]:
+    path = root / TIMES_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> RunFigures:
-    """Train ``config`` with ``overrides`` in a fresh run under ``root / name``; its figures."""
+    """Train ``config`` with ``overrides`` in the run ``root / name`` (new, or continued from its last
+    checkpoint; a complete one is read, not trained again); its figures."""
     own = {"run": {"run_dir": root / name}, "metrics": {"enabled": False}}
     settings = load_settings(config, merged(overrides, own))
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
     steps = settings.optim.steps
+    state = run_state(run.root, steps)
+    if state != "new":
+        differ = differences_from_plan(run.saved_config(), settings)
+        if differ:
+            raise ConflictError(
+                f"{run.root} was started with other settings ({', '.join(differ[:8])} differ); "
+                "name a new --keep folder, or run the command it was started with"
+            )
+    times = read_times(root)
+    if state == "complete":
+        kept = times.get(name)
+        print(f"  {name}: complete in {run.root}, read and not trained again", flush=True)
+        if kept is None:  # stopped after its last step, before its time was written
+            return run_figures(run, name, float("nan"), float("nan"), resumed=True)
+        return run_figures(run, name, kept["wall_s"], kept["cpu"], kept["resumed"])
+    if state == "new":
+        run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+    else:
+        print(f"  {name}: continuing from its last checkpoint in {run.root}", flush=True)
 
     def on_step(m: StepMetrics) -> None:
         print(f"  {name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
+
+    from services.orchestrator.pipeline import train  # Ray loads only when something is trained
 
     cpu_before, start = read_cpu(), time.perf_counter()
     train(settings, run, on_step, lambda _: None)
     wall = time.perf_counter() - start
     cpu = cpu_utilisation(cpu_before, read_cpu())
-    return run_figures(run, name, wall, cpu)
+    resumed = state == "partial"
+    times[name] = {"wall_s": wall, "cpu": cpu, "resumed": resumed}
+    (root / TIMES_FILE).write_text(json.dumps(times, indent=1))
+    return run_figures(run, name, wall, cpu, resumed)
 
 
-def run_figures(run: RunDir, name: str, wall: float, cpu: float) -> RunFigures:
+def run_figures(run: RunDir, name: str, wall: float, cpu: float, resumed: bool = False) -> RunFigures:
     """A finished run's figures from its files; ``wall`` and ``cpu`` as measured around it."""
     settings = saved_settings(run.saved_config())
     steps = settings.optim.steps
@@ -106,6 +147,7 @@ def run_figures(run: RunDir, name: str, wall: float, cpu: float) -> RunFigures:
     for source in settings.task_sources():
         env = source.env
         last_eval = [e for e in evals if (e.env or env) == env and e.step == steps][-1]
+        first = [e for e in evals if (e.env or env) == env and e.step == 0]
         parts = [next(s for s in m.sources if s.env == env) if m.sources is not None else m for m in metrics]
         probes = [p for p in parts if p.probe]
         mine = [r for r in turn_stats if (r.env or env) == env]
@@ -116,6 +158,7 @@ def run_figures(run: RunDir, name: str, wall: float, cpu: float) -> RunFigures:
                 episodes=sum(p.trajectories + p.failed_episodes for p in parts),
                 success=last_eval.success_rate,
                 eval_episodes=last_eval.episodes * last_eval.n,
+                before=first[0].success_rate if first else None,
                 h_hat=[p.h_hat for p in parts],
                 h_bar=probes[-1].h_bar if probes else float("nan"),
                 h_eff=probes[-1].h_eff if probes else None,
@@ -124,24 +167,46 @@ def run_figures(run: RunDir, name: str, wall: float, cpu: float) -> RunFigures:
                 kl_last=mean_token_kl(mine[-1].trajectories, turns),
             )
         )
-    return RunFigures(name, wall, metrics[-1].cumulative_s, cpu, envs)
+    return RunFigures(name, wall, metrics[-1].cumulative_s, cpu, envs, resumed)
 
 
 def num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def success_text(e: EnvFigures) -> str:
-    won = round(e.success * e.eval_episodes)
-    low, high = wilson_interval(won, e.eval_episodes)
-    return f"{won}/{e.eval_episodes} ({100 * low:.0f}-{100 * high:.0f}%)"
+def won_of(rate: float, episodes: int) -> int:
+    return round(rate * episodes)
+
+
+def rate_text(rate: float | None, episodes: int) -> str:
+    if rate is None:
+        return "-"
+    won = won_of(rate, episodes)
+    low, high = wilson_interval(won, episodes)
+    return f"{won}/{episodes} ({100 * low:.0f}-{100 * high:.0f}%)"
+
+
+def above(after: EnvFigures, before: float | None) -> str:
+    """Whether ``after``'s 95% interval lies above the starting student's ("-": no step-0 point)."""
+    if before is None:
+        return "-"
+    low_after = wilson_interval(won_of(after.success, after.eval_episodes), after.eval_episodes)[0]
+    high_before = wilson_interval(won_of(before, after.eval_episodes), after.eval_episodes)[1]
+    return "yes" if low_after > high_before else "no"
 
 
 def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
-    print(f"\n{'env':<10} {'episodes':>8} {'multi success':>20} {'single success':>20}")
+    print(
+        f"\n{'env':<10} {'episodes':>8} {'before':>16} {'multi after':>16} {'above':>5} "
+        f"{'single after':>16} {'above':>5}"
+    )
     for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
         assert mine.env == single.env and mine.episodes == single.episodes
-        print(f"{mine.env:<10} {mine.episodes:>8} {success_text(mine):>20} {success_text(single):>20}")
+        print(
+            f"{mine.env:<10} {mine.episodes:>8} {rate_text(mine.before, mine.eval_episodes):>16} "
+            f"{rate_text(mine.success, mine.eval_episodes):>16} {above(mine, mine.before):>5} "
+            f"{rate_text(single.success, single.eval_episodes):>16} {above(single, mine.before):>5}"
+        )
     print("\nreverse KL to the teacher per token, step 1 -> step N, over the turns both reached:")
     for mine, single in zip(multi.envs, [s.envs[0] for s in singles], strict=True):
         for label, e in (("multi", mine), ("single", single)):
@@ -156,10 +221,16 @@ def print_figures(multi: RunFigures, singles: list[RunFigures]) -> None:
             )
     print(f"\n{'run':<18} {'wall s':>8} {'sum of steps s':>15} {'CPU':>6}")
     for r in [multi, *singles]:
-        print(f"{r.name:<18} {r.wall_s:>8.0f} {r.steps_s:>15.0f} {100 * r.cpu:>5.0f}%")
+        mark = "  (resumed: the last sitting only)" if r.resumed else ""
+        print(f"{r.name:<18} {r.wall_s:>8.0f} {r.steps_s:>15.0f} {100 * r.cpu:>5.0f}%{mark}")
     wall = sum(s.wall_s for s in singles)
     steps = sum(s.steps_s for s in singles)
     print(f"{'singles together':<18} {wall:>8.0f} {steps:>15.0f}")
+    if any(r.resumed for r in [multi, *singles]):  # a wall time of one sitting is no run's wall time
+        print(
+            f"\nmulti / singles together: sum of steps {multi.steps_s / steps:.2f}x (wall: a run was resumed)"
+        )
+        return
     print(
         f"\nmulti / singles together: wall {multi.wall_s / wall:.2f}x, sum of steps {multi.steps_s / steps:.2f}x"
     )
@@ -171,7 +242,7 @@ def reprint(figures: Path, root: Path) -> None:
     """The figures of a finished bench again, from its --json file (the wall times and CPU) and its
     kept runs (everything else)."""
     runs = [
-        run_figures(RunDir(root / r["name"]), r["name"], r["wall_s"], r["cpu"])
+        run_figures(RunDir(root / r["name"]), r["name"], r["wall_s"], r["cpu"], r.get("resumed", False))
         for r in json.loads(figures.read_text())["runs"]
     ]
     print_figures(runs[0], runs[1:])
@@ -197,8 +268,6 @@ def main() -> None:
             parser.error("--reprint needs --keep: the folder the runs were kept in")
         reprint(args.reprint, args.keep)
         return
-    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
-        parser.error(f"--keep {args.keep}: the folder is not empty; name a new one")
     base: dict[str, Any] = {}
     if args.steps is not None:
         base = {"optim": {"steps": args.steps}, "eval": {"interval": args.steps}}
@@ -211,13 +280,15 @@ def main() -> None:
             f"--config {args.config}: [eval] interval must divide the steps, to evaluate after step {steps}"
         )
     with tempfile.TemporaryDirectory(prefix="turnopd-bench-multi-env-") as tmp:
-        root = args.keep if args.keep is not None else Path(tmp)
+        root = args.keep.resolve() if args.keep is not None else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         print(f"{args.config}: {steps} steps, batch {multi_settings.optim.batch}, runs under {root}")
         multi = run_once(args.config, "multi", base, root)
         singles = []
         for source in multi_settings.task_sources():
             overrides = merged(base, single_source_overrides(multi_settings, source.env))
+            # the same student as the multi-environment run's step 0: not evaluated again
+            overrides = merged(overrides, {"eval": {"at_start": False}})
             singles.append(run_once(args.config, f"single-{source.env}", overrides, root))
         print_figures(multi, singles)
         if args.json is not None:
