@@ -8,6 +8,12 @@ Least-Time and Same-Step Avg@n, the time each method first reaches 90% of vanill
 ``services/experiments/step_cost.py``), the best student against the teacher on the same games, 95%
 Wilson intervals and game counts (math: ``services/experiments/frontier.py``).
 
+``--system`` adds the system arms (``services/experiments/system_arms.py``): TurnOPD and vanilla
+with the pipelined step (``[pipeline] max_staleness = 1``, streamed scoring) under ``OUT/system``
+(records under ``RECORDS/system``), named turnopd-system and vanilla-pipelined in the tables, set
+against the synchronous vanilla (target: turnopd-system 2.3x to 90% of its final). Their steps
+overlap, so the table at one machine speed fits the synchronous arms only.
+
 Interrupt it at any time and rerun the same command: complete runs are reused, a partial one
 resumes from its last checkpoint. ``--analyse-only`` scores complete runs without training.
 ``--records DIR`` keeps each complete run's config and logs (no checkpoints, tens of KB) under DIR
@@ -16,14 +22,16 @@ machines that share no disk (``services/experiments/run_records.py``).
 
     PYTHONPATH=$PWD python bench/frontier.py [--config configs/frontier.toml] [--out runs/frontier]
         [--seeds 3] [--steps K] [--records DIR] [--teacher-success RATE [--teacher-episodes N]]
-        [--analyse-only]
+        [--system] [--analyse-only]
 """
 
 import argparse
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from services.errors import TurnOPDError
 from services.experiments.compare_dir import load_run, write_atomic
@@ -39,10 +47,11 @@ from services.experiments.frontier_page import (
     games_of,
 )
 from services.experiments.frontier_runs import learner_ms_per_token
-from services.experiments.protocols import RunLogs
+from services.experiments.protocols import RunLogs, summarise
 from services.experiments.run_records import restore_records, save_records
 from services.experiments.step_cost import OneSpeed, one_speed
 from services.experiments.step_kinds import step_kinds
+from services.experiments.system_arms import SYSTEM_DIR, SYSTEM_OVERRIDES, as_system_arms
 from services.orchestrator.run_result import Score, comparable_measurement
 
 METHODS = "turnopd,vanilla"
@@ -61,6 +70,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--teacher-episodes", type=int, default=None, help="episodes behind --teacher-success")
     p.add_argument(
         "--records", type=Path, default=None, help="keep complete runs' logs here, and reuse those kept"
+    )
+    p.add_argument(
+        "--system",
+        action="store_true",
+        help="also run TurnOPD and vanilla with the pipelined step (OUT/system), against the synchronous arms",
     )
     p.add_argument("--analyse-only", action="store_true", help="score complete runs; train nothing")
     return p.parse_args()
@@ -88,17 +102,46 @@ def teacher_success(args: argparse.Namespace, run: PlannedRun, episodes: int) ->
     return Teacher(Score("teacher", float(measured["success_rate"]), int(measured["episodes"])), note)
 
 
-def train(args: argparse.Namespace, planned: list[PlannedRun]) -> None:
+@dataclass(frozen=True)
+class Arms:
+    """One group of runs: the synchronous arms, or the system arms (``--system``)."""
+
+    out: Path
+    records: Path | None
+    overrides: dict[str, dict[str, Any]] | None  # None: the config as it is
+
+
+def arm_groups(args: argparse.Namespace) -> list[Arms]:
+    groups = [Arms(args.out, args.records, None)]
+    if args.system:
+        records = None if args.records is None else args.records / SYSTEM_DIR
+        groups.append(Arms(args.out / SYSTEM_DIR, records, SYSTEM_OVERRIDES))
+    return groups
+
+
+def plan(args: argparse.Namespace, arms: Arms) -> list[PlannedRun]:
+    """The group's runs, each complete one found in its records brought back first."""
+    methods = parse_methods(METHODS)
+    planned = plan_runs(args.config, methods, args.seeds, args.steps, arms.out, arms.overrides)
+    restored = [] if arms.records is None else restore_records(planned, arms.records)
+    if restored:
+        names = ", ".join(f"{r.method} seed {r.seed}" for r in restored)
+        print(f"frontier: taken from {arms.records}: {names}", file=sys.stderr)
+        planned = plan_runs(args.config, methods, args.seeds, args.steps, arms.out, arms.overrides)
+    return planned
+
+
+def train(args: argparse.Namespace, planned: list[PlannedRun], out: Path) -> None:
     todo = [r for r in planned if r.state != "complete"]
-    print(f"frontier: {len(planned) - len(todo)}/{len(planned)} runs complete in {args.out}", file=sys.stderr)
+    print(f"frontier: {len(planned) - len(todo)}/{len(planned)} runs complete in {out}", file=sys.stderr)
     if not todo:
         return
     if args.analyse_only:
         names = ", ".join(f"{r.method} seed {r.seed} ({r.state})" for r in todo)
         raise TurnOPDError(f"--analyse-only needs complete runs; not complete: {names}")
-    from services.cli.compare_cmd import compare  # loads Ray only once a run trains
+    from services.cli.compare_cmd import run_comparison  # loads Ray only once a run trains
 
-    compare(out=args.out, config=args.config, methods=METHODS, seeds=args.seeds, steps=args.steps)
+    run_comparison(planned, out, args.config)
 
 
 def speed_fit(methods: Mapping[str, MethodFrontier], runs: list[RunLogs]) -> OneSpeed | None:
@@ -136,32 +179,36 @@ def main() -> None:
             f"config not found: {args.config} (the frontier config is configs/frontier.toml; pass --config)"
         )
     try:
-        planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
-        restored = [] if args.records is None else restore_records(planned, args.records)
-        if restored:
-            names = ", ".join(f"{r.method} seed {r.seed}" for r in restored)
-            print(f"frontier: taken from {args.records}: {names}", file=sys.stderr)
-            planned = plan_runs(args.config, parse_methods(METHODS), args.seeds, args.steps, args.out)
-        records_error = None
-        try:
-            train(args, planned)
-        finally:
-            if args.records is not None:
-                records_error = keep_records(planned, args.records)
-        summary = write_summary(planned, args.out, args.config)
-        runs = [load_run(r.path) for r in planned]
+        groups = [(arms, plan(args, arms)) for arms in arm_groups(args)]
+        records_errors = []
+        for arms, planned in groups:
+            try:
+                train(args, planned, arms.out)
+            finally:
+                if arms.records is not None:
+                    error = keep_records(planned, arms.records)
+                    if error is not None:
+                        records_errors.append(error)
+        for arms, planned in groups:
+            write_summary(planned, arms.out, args.config)  # each group's own summary.json
+        runs = [load_run(r.path) for r in groups[0][1]]
+        systems = [as_system_arms([load_run(r.path) for r in planned]) for _, planned in groups[1:]]
+        every = runs + [r for group in systems for r in group]
+        first = groups[0][1][0]
+        summary = summarise(every, first.settings.optim.steps, config=str(args.config))
         threshold = reach_threshold(summary.methods["vanilla"].same_step_acc)
-        games, n = games_of([(e.episodes, e.n) for r in runs for e in r.evals])
-        methods = frontiers(runs, threshold)
+        games, n = games_of([(e.episodes, e.n) for r in every for e in r.evals])
+        methods = frontiers(every, threshold)
+        synchronous = {r.method for r in runs}  # the steps the machine-speed fit models
         report = FrontierReport(
             summary=summary,
             methods=methods,
-            teacher=teacher_success(args, planned[0], games * n),
+            teacher=teacher_success(args, first, games * n),
             games=games,
             n=n,
-            learner_ms_per_token={(r.method, r.seed): learner_ms_per_token(r.metrics) for r in runs},
-            step_kinds={(r.method, r.seed): step_kinds(r.metrics) for r in runs},
-            one_speed=speed_fit(methods, runs),
+            learner_ms_per_token={(r.method, r.seed): learner_ms_per_token(r.metrics) for r in every},
+            step_kinds={(r.method, r.seed): step_kinds(r.metrics) for r in every},
+            one_speed=speed_fit({m: f for m, f in methods.items() if m in synchronous}, runs),
         )
     except TurnOPDError as exc:
         sys.exit(f"frontier: {exc}")
@@ -177,8 +224,10 @@ def main() -> None:
     write_atomic(args.out / "frontier.json", json.dumps(frontier_json(report), indent=2) + "\n")
     print(page)
     print(f"written: {figure}, {args.out / 'frontier.md'}, {args.out / 'frontier.json'}", file=sys.stderr)
-    if records_error is not None:
-        sys.exit(f"frontier: the analysis is written, but the records were not saved: {records_error}")
+    if records_errors:
+        sys.exit(
+            f"frontier: the analysis is written, but the records were not saved: {'; '.join(records_errors)}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,12 @@ def compare(
     ] = None,
 ) -> None:
     """Run every (method, seed) one after another (complete runs reused, partial ones resumed), then summarise."""
-    planned = plan_runs(config, parse_methods(methods), seeds, steps, out)
+    run_comparison(plan_runs(config, parse_methods(methods), seeds, steps, out), out, config)
+
+
+def run_comparison(planned: list[PlannedRun], out: Path, config: Path | None) -> None:
+    """Train the planned runs that are not complete, with progress bars, then write and print the
+    summary (``compare``'s work once its runs are planned; ``bench/frontier.py`` plans its own)."""
     console = Console(stderr=True)
     for run in planned:
         console.print(f"{run.method:>15} seed {run.seed}: {run.state:<8} {run.path}", soft_wrap=True)

@@ -2,14 +2,15 @@
 
 Every run gets the same config with ``run.method``, ``run.seed``, ``run.run_dir``
 (``DIR/<method>/seed<s>``), ``run.run_id`` (``<DIR name>-<method>-seed<s>``, so runs sharing one
-Redis never share keys) and, with ``--steps``, ``optim.steps`` overridden. An existing run is reused
+Redis never share keys), with ``--steps``, ``optim.steps`` overridden, and any further overrides a
+benchmark's arm sets (``bench/frontier.py --system``: the pipelined step). An existing run is reused
 (complete) or resumed (partial) only if its saved config equals the one it would be started with.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from services.contracts.method import Method
 from services.errors import ConflictError, InputError
@@ -53,9 +54,17 @@ def parse_methods(text: str) -> list[Method]:
 
 
 def run_settings(
-    config: Path | None, method: Method, seed: int, steps: int | None, out: Path
+    config: Path | None,
+    method: Method,
+    seed: int,
+    steps: int | None,
+    out: Path,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> TurnOPDSettings:
-    """The settings of one run of the comparison."""
+    """The settings of one run of the comparison (``overrides``: further sections' keys, set over
+    the config's; not ``run``)."""
+    if overrides and "run" in overrides:
+        raise InputError("a comparison's overrides may not set [run]: each run's is the plan's")
     path = run_path(out.resolve(), method, seed)
     run = {
         "method": method,
@@ -63,7 +72,10 @@ def run_settings(
         "run_dir": path,
         "run_id": f"{out.resolve().name}-{method}-seed{seed}",
     }
-    return load_settings(config, {"run": run, **({"optim": {"steps": steps}} if steps is not None else {})})
+    sections: dict[str, dict[str, Any]] = {name: dict(keys) for name, keys in (overrides or {}).items()}
+    if steps is not None:
+        sections["optim"] = {**sections.get("optim", {}), "steps": steps}
+    return load_settings(config, {"run": run, **sections})
 
 
 def differences_from_plan(saved_config: str, settings: TurnOPDSettings) -> list[str]:
@@ -75,7 +87,12 @@ def differences_from_plan(saved_config: str, settings: TurnOPDSettings) -> list[
 
 
 def plan_runs(
-    config: Path | None, methods: Sequence[Method], n_seeds: int, steps: int | None, out: Path
+    config: Path | None,
+    methods: Sequence[Method],
+    n_seeds: int,
+    steps: int | None,
+    out: Path,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[PlannedRun]:
     """Every run of the comparison, method-major; seeds are ``run.seed`` of the config + 0..n_seeds-1."""
     if n_seeds < 1:
@@ -84,7 +101,7 @@ def plan_runs(
     planned = []
     for method in methods:
         for seed in range(base_seed, base_seed + n_seeds):
-            settings = run_settings(config, method, seed, steps, out)
+            settings = run_settings(config, method, seed, steps, out, overrides)
             path = settings.run.run_dir
             state = run_state(path, settings.optim.steps)
             if state != "new":

@@ -196,7 +196,9 @@ def one_speed_table(summary: ComparisonSummary, result: OneSpeed) -> Table:
     """One row per run (the summary's order): its speed factor and its time to the threshold."""
     body = []
     for name, method in summary.methods.items():
-        by_seed = {r.seed: r for r in result.reaches.get(name, [])}
+        if name not in result.reaches:
+            continue  # an arm left out of the fit (bench/frontier.py --system: the pipelined steps)
+        by_seed = {r.seed: r for r in result.reaches[name]}
         for score in method.runs:
             r = by_seed[score.seed]
             body.append(

@@ -9,6 +9,7 @@ import pytest
 from comparison_logs import run_logs
 
 from services.experiments.compare_plan import run_settings
+from services.experiments.system_arms import SYSTEM_OVERRIDES
 from services.run_dir import SECRET_FIELDS, RunDir
 
 REPO = Path(__file__).resolve().parents[3]
@@ -29,19 +30,31 @@ ACCS = {"turnopd": [0.0, 0.5, 0.75, 0.75], "vanilla": [0.0, 0.25, 0.5, 0.5]}
 STEP_S = {"turnopd": 5.0, "vanilla": 10.0}
 
 
+def write_runs(
+    config: Path,
+    out: Path,
+    accs: dict[str, list[float]] = ACCS,
+    step_s: dict[str, float] = STEP_S,
+    overrides: dict | None = None,
+) -> None:
+    """A complete two-seed comparison of ``config`` under ``out`` (every run's config as compare
+    saves it)."""
+    for method, method_accs in accs.items():
+        for seed in (0, 1):
+            settings = run_settings(config, method, seed, None, out, overrides)  # type: ignore[arg-type]
+            run = RunDir(settings.run.run_dir)
+            run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+            logs = run_logs(method, seed, step_s[method], method_accs)
+            (run.root / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in logs.metrics))
+            (run.root / "eval.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in logs.evals))
+
+
 def comparison(tmp_path: Path) -> tuple[Path, Path]:
-    """A config and a complete two-seed comparison of it (every run's config as compare saves it)."""
+    """A config and a complete two-seed comparison of it."""
     config = tmp_path / "frontier.toml"
     config.write_text(CONFIG)
     out = tmp_path / "frontier"
-    for method, accs in ACCS.items():
-        for seed in (0, 1):
-            settings = run_settings(config, method, seed, None, out)  # type: ignore[arg-type]
-            run = RunDir(settings.run.run_dir)
-            run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
-            logs = run_logs(method, seed, STEP_S[method], accs)
-            (run.root / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in logs.metrics))
-            (run.root / "eval.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in logs.evals))
+    write_runs(config, out)
     return config, out
 
 
@@ -132,3 +145,55 @@ def test_records_carry_complete_runs_to_another_directory(tmp_path, monkeypatch,
     assert json.loads((elsewhere / "frontier.json").read_text()) == json.loads(
         (out / "frontier.json").read_text()
     )
+
+
+def test_system_arms_are_set_against_synchronous_vanilla(tmp_path, monkeypatch, capsys):
+    """--system: the pipelined arms' runs (their own directory and records) under their arms' names
+    beside the synchronous ones, each arm's time to the threshold over vanilla's."""
+    config, out = comparison(tmp_path)
+    # the pipelined steps take 2.5 s (TurnOPD) and 8 s (vanilla); each learns as its synchronous arm
+    write_runs(config, out / "system", step_s={"turnopd": 2.5, "vanilla": 8.0}, overrides=SYSTEM_OVERRIDES)
+    records = tmp_path / "records"
+    run_bench(
+        monkeypatch, "--config", str(config), "--out", str(out), "--seeds", "2", "--analyse-only",
+        "--system", "--records", str(records), "--teacher-success", "0.8",
+    )  # fmt: skip
+    data = json.loads((out / "frontier.json").read_text())
+    assert list(data["methods"]) == ["turnopd", "vanilla", "turnopd-system", "vanilla-pipelined"]
+    assert data["threshold"] == pytest.approx(0.28125)  # the synchronous vanilla's, as without --system
+    ratio = {m: d["reach"]["vanilla_over_it"] for m, d in data["methods"].items()}
+    # reached at step 1 (5 s, 2.5 s) and step 2 (20 s, 16 s)
+    assert ratio == pytest.approx(
+        {"turnopd": 4.0, "vanilla": 1.0, "turnopd-system": 8.0, "vanilla-pipelined": 1.25}
+    )
+    page = (out / "frontier.md").read_text()
+    assert "vanilla / turnopd-system: 8.00x (target >= 2.3x)." in page
+    assert "| turnopd-system | 2.5 s (step 1) | 2.5 s (step 1) | 2.5 s | 2/2 | 8.00x |" in page
+    # each group keeps its own summary and records; the system runs' configs hold the pipelined step
+    assert (out / "system" / "summary.json").is_file() and (records / "system" / "turnopd" / "seed1").is_dir()
+    saved = json.loads((records / "system" / "vanilla" / "seed0" / "config.json").read_text())
+    assert saved["pipeline"] == {"max_staleness": 1, "stream_teacher": True}
+    err = capsys.readouterr().err
+    assert (
+        f"4 complete runs recorded in {records}\n" in err
+        and f"4 complete runs recorded in {records / 'system'}\n" in err
+    )
+
+
+def test_system_runs_of_other_settings_are_refused(tmp_path, monkeypatch):
+    config, out = comparison(tmp_path)
+    write_runs(config, out / "system")  # the synchronous step where the system arm's belongs
+    with pytest.raises(
+        SystemExit, match=r"system/turnopd/seed0 was started with a different config \(pipeline"
+    ):
+        run_bench(
+            monkeypatch,
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--seeds",
+            "2",
+            "--analyse-only",
+            "--system",
+        )

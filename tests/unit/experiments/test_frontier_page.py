@@ -52,7 +52,9 @@ def test_numbers_of_the_page():
         "per_seed": [{"seed": 0, "step": 2, "wall_s": 10.0}, {"seed": 1, "step": 2, "wall_s": 10.0}],
         "mean_s": 10.0,
         "reached": 2,
+        "vanilla_over_it": 3.0,  # vanilla's 30 s over TurnOPD's 10
     }
+    assert data["methods"]["vanilla"]["reach"]["vanilla_over_it"] == 1.0
     assert ours["same_step_acc"] == 0.6875 and ours["least_time_acc"] == 0.6875  # steps 3..6
     assert data["methods"]["vanilla"]["least_time_acc"] == 0.25  # steps 0..3 (0, .25, .25, .5), cut at 30 s
     low, high = ours["best"][0]["interval95"]
