@@ -1,0 +1,117 @@
+"""Reproduce the first K steps of recorded runs and compare them field by field (issue 62: the
+driver's results at s = 0 stay what they were).
+
+Each ``--record DIR`` is one run's record (``config.json``, ``metrics.jsonl``, ``eval.jsonl``, as
+``bench/frontier.py --records`` keeps them, e.g. ``docs/results/records/frontier-2026-11-29/turnopd/seed0``).
+Its config is trained again, unchanged but for where the run lives and ``--steps``, into
+``OUT/<method>-seed<s>``; then every step's controller state, batch, loss, KL, gradient norm and
+success, and every evaluation, are compared with the record's (``services/experiments/reproduction.py``).
+Times are not compared. Exit status 1 when something differs beyond ``--rel-tol`` (0: exactly).
+
+Rerun the same command to go on: a complete reproduction is compared again without training, a
+partial one resumes from its last checkpoint.
+
+    PYTHONPATH=$PWD python bench/reproduce_records.py --record DIR [--record DIR ...] [--steps 8] \
+        [--out runs/reproduce] [--rel-tol 0]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from services.contracts.jsonl import read_jsonl
+from services.contracts.orchestrator import EvalRecord, StepMetrics
+from services.errors import TurnOPDError
+from services.experiments.compare_dir import run_state
+from services.experiments.compare_plan import differences_from_plan
+from services.experiments.reproduction import differences, largest_relative
+from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SECRET_FIELDS, RunDir
+from services.settings import TurnOPDSettings
+from services.settings.tree import saved_settings_dict
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--record", type=Path, action="append", required=True, help="a recorded run's directory")
+    p.add_argument("--steps", type=int, default=8, help="steps to reproduce (K)")
+    p.add_argument("--out", type=Path, default=Path("runs/reproduce"), help="where the reproductions run")
+    p.add_argument("--rel-tol", type=float, default=0.0, help="relative tolerance of floats (0: exact)")
+    return p.parse_args()
+
+
+def reproduction_settings(record: Path, steps: int, out: Path) -> TurnOPDSettings:
+    """The record's settings, but for where the run lives and its step count."""
+    values = saved_settings_dict((record / CONFIG_FILE).read_text(encoding="utf-8"))
+    run = values["run"]
+    name = f"{run['method']}-seed{run['seed']}"
+    values["run"] = {**run, "run_dir": str(out.resolve() / name), "run_id": f"reproduce-{name}"}
+    values["optim"] = {**values["optim"], "steps": steps}
+    return TurnOPDSettings.model_validate_json(json.dumps(values))
+
+
+def reproduce(settings: TurnOPDSettings) -> None:
+    """Train the run (new, or resumed from its last checkpoint) unless it is complete."""
+    run = RunDir(settings.run.run_dir)
+    state = run_state(run.root, settings.optim.steps)
+    if state == "complete":
+        print(f"{run.root}: complete, compared again", file=sys.stderr)
+        return
+    if state == "new":
+        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    else:
+        differ = differences_from_plan(run.saved_config(), settings)
+        if differ:
+            raise TurnOPDError(f"{run.root} was started with other settings ({', '.join(differ[:8])} differ)")
+    from services.orchestrator.pipeline import train  # Ray loads only when something is trained
+
+    def on_step(m: StepMetrics) -> None:
+        print(
+            f"  {run.root.name}: step {m.step}/{settings.optim.steps} in {m.times.total_s:.1f} s", flush=True
+        )
+
+    train(settings, run, on_step, lambda _: None)
+
+
+def main() -> None:
+    args = parse_args()
+    if args.steps < 1:
+        sys.exit(f"--steps must be >= 1, got {args.steps}")
+    failed = False
+    try:
+        for record in args.record:
+            if not (record / CONFIG_FILE).is_file():
+                sys.exit(f"--record {record}: not a run record (no {CONFIG_FILE})")
+            settings = reproduction_settings(record, args.steps, args.out)
+            reproduce(settings)
+            mine = Path(settings.run.run_dir)
+            diffs = differences(
+                (read_jsonl(record / METRICS_FILE, StepMetrics), read_jsonl(record / EVAL_FILE, EvalRecord)),
+                (read_jsonl(mine / METRICS_FILE, StepMetrics), read_jsonl(mine / EVAL_FILE, EvalRecord)),
+                args.steps,
+                args.rel_tol,
+            )
+            evals = sorted(
+                {e.step for e in read_jsonl(record / EVAL_FILE, EvalRecord) if e.step <= args.steps}
+            )
+            print(f"\n{record} -> {mine}: steps 1..{args.steps}, evaluations at {evals}")
+            if not diffs:
+                print(
+                    "  every compared field equal"
+                    + (" (exactly)" if args.rel_tol == 0 else f" within {args.rel_tol}")
+                )
+                continue
+            failed = True
+            for d in diffs:
+                print(
+                    f"  {d.file} step {d.step} {d.field}: recorded {d.recorded!r}, reproduced {d.reproduced!r}"
+                )
+            for field, rel in sorted(largest_relative(diffs).items()):
+                print(f"  largest relative difference of {field}: {rel:.3g}")
+    except (TurnOPDError, ValueError) as exc:
+        sys.exit(f"reproduce_records: {exc}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
