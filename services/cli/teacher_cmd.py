@@ -30,20 +30,24 @@ class _CollectBar(CollectProgress):
         self._dropped = 0
         self._done = 0
         self._total = 0
+        self._env = ""
 
     def stage(self, description: str) -> None:
         self._progress.update(self._task, description=description)
 
-    def start(self, total_episodes: int) -> None:
-        self._total = total_episodes
-        self._progress.update(self._task, description="collecting expert episodes", total=total_episodes)
+    def start(self, total_episodes: int, env: str = "") -> None:
+        """Counts start again for each env of a joint recipe."""
+        self._total, self._done, self._dropped, self._env = total_episodes, 0, 0, env
+        label = f"collecting expert episodes ({env})" if env else "collecting expert episodes"
+        self._progress.reset(self._task, description=label, total=total_episodes, info="")
 
     def episode(self, won: bool) -> None:
         self._dropped += 0 if won else 1
         self._done += 1
         self._progress.update(self._task, advance=1, info=f"{self._dropped} dropped" if self._dropped else "")
         if not self._console.is_terminal and _plain_line_due(self._done, self._total, 10):
-            self._console.print(f"expert episodes {self._done}/{self._total} ({self._dropped} dropped)")
+            env = f" {self._env}" if self._env else ""
+            self._console.print(f"expert episodes{env} {self._done}/{self._total} ({self._dropped} dropped)")
 
 
 @app.command("train")

@@ -61,8 +61,9 @@ class CollectProgress:
     def stage(self, description: str) -> None:
         """A setup stage begins (e.g. starting the env gateway)."""
 
-    def start(self, total_episodes: int) -> None:
-        """Collection begins."""
+    def start(self, total_episodes: int, env: str = "") -> None:
+        """The collection of one env's episodes begins (a joint recipe collects several, one after
+        another)."""
 
     def episode(self, won: bool) -> None:
         """One expert episode finished."""
@@ -179,7 +180,7 @@ def _collect(
 ) -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
     async def run() -> tuple[ExpertDatasetInfo, list[ExpertEpisode]]:
         async with EnvGatewayClient(url, token=token) as client:
-            progress.start(len(wanted.seeds))
+            progress.start(len(wanted.seeds), wanted.env)
             collected = await collect_expert_episodes(
                 client,
                 _gateway_env(wanted.env),

@@ -1,12 +1,16 @@
 """`turnopd teacher train` end to end on a cached expert dataset (no gateway) and the tiny zoo student."""
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from expert_episodes import scripted_episode, scripted_search_episode
+from rich.console import Console
+from rich.progress import Progress
 
 from services.agent.chat_format import ChatFormat
+from services.cli.teacher_cmd import _CollectBar
 from services.envs.protocols import HOUSEHOLD_PROTOCOL, SEARCH_PROTOCOL
 from services.errors import ConflictError
 from services.models.build import MANIFEST
@@ -157,3 +161,21 @@ def test_a_joint_recipe_trains_on_each_env_in_its_own_format_and_records_them(
     # the mix owns env, episodes and turn limits: a flag for the whole recipe is refused
     refused = cli("teacher", "train", "--config", path, "--episodes", "4")
     assert refused.code == 2 and "set episodes in each part, not in [sft]" in refused.err
+
+
+def test_collection_progress_counts_each_env_of_a_joint_recipe_on_its_own():
+    """In a log (no live bar) each env's collection prints its own count against its own total."""
+    console = Console(file=io.StringIO(), force_terminal=False, width=120)
+    with Progress(console=console) as progress:
+        bar = _CollectBar(progress, console)
+        for env, total, lost in (("alfworld", 10, {3}), ("search", 20, set())):
+            bar.start(total, env)
+            for i in range(total):
+                bar.episode(won=i not in lost)
+    lines = [line for line in console.file.getvalue().splitlines() if line.startswith("expert episodes")]
+    assert lines[0] == "expert episodes alfworld 1/10 (0 dropped)"
+    assert lines[9] == "expert episodes alfworld 10/10 (1 dropped)"
+    assert (
+        lines[10] == "expert episodes search 2/20 (0 dropped)"
+        and lines[-1] == "expert episodes search 20/20 (0 dropped)"
+    )
