@@ -3,13 +3,16 @@ driver's results at s = 0 stay what they were).
 
 Each ``--record DIR`` is one run's record (``config.json``, ``metrics.jsonl``, ``eval.jsonl``, as
 ``bench/frontier.py --records`` keeps them, e.g. ``docs/results/records/frontier-2026-11-29/turnopd/seed0``).
-Its config is trained again, unchanged but for where the run lives and ``--steps``, into
-``OUT/<method>-seed<s>``; then every step's controller state, batch, loss, KL, gradient norm and
-success, and every evaluation, are compared with the record's (``services/experiments/reproduction.py``).
+Its config is trained again, unchanged but for where the run lives, into ``OUT/<method>-seed<s>``,
+and the sitting stops after step ``--steps`` (``pipeline.train``'s ``stop_after``: the run stays the
+record's K-step run, whose blend schedule reads k / K, so K is not changed; ``--steps`` must be one
+the record's learner checkpoints, a multiple of ``[learner] checkpoint_every``); then every step's
+controller state, batch, loss, KL, gradient norm and success, and every evaluation, are compared
+with the record's (``services/experiments/reproduction.py``).
 Times are not compared. Exit status 1 when something differs beyond ``--rel-tol`` (0: exactly).
 
-Rerun the same command to go on: a complete reproduction is compared again without training, a
-partial one resumes from its last checkpoint.
+Rerun the same command to go on: a reproduction whose logs reach step K is compared again without
+training, a shorter one resumes from its last checkpoint.
 
     PYTHONPATH=$PWD python bench/reproduce_records.py --record DIR [--record DIR ...] [--steps 8] \
         [--out runs/reproduce] [--rel-tol 0]
@@ -23,7 +26,6 @@ from pathlib import Path
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import TurnOPDError
-from services.experiments.compare_dir import run_state
 from services.experiments.compare_plan import differences_from_plan
 from services.experiments.reproduction import differences, largest_relative
 from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SECRET_FIELDS, RunDir
@@ -40,37 +42,34 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def reproduction_settings(record: Path, steps: int, out: Path) -> TurnOPDSettings:
-    """The record's settings, but for where the run lives and its step count."""
+def reproduction_settings(record: Path, out: Path) -> TurnOPDSettings:
+    """The record's settings, but for where the run lives."""
     values = saved_settings_dict((record / CONFIG_FILE).read_text(encoding="utf-8"))
     run = values["run"]
     name = f"{run['method']}-seed{run['seed']}"
     values["run"] = {**run, "run_dir": str(out.resolve() / name), "run_id": f"reproduce-{name}"}
-    values["optim"] = {**values["optim"], "steps": steps}
     return TurnOPDSettings.model_validate_json(json.dumps(values))
 
 
-def reproduce(settings: TurnOPDSettings) -> None:
-    """Train the run (new, or resumed from its last checkpoint) unless it is complete."""
+def reproduce(settings: TurnOPDSettings, steps: int) -> None:
+    """Train the run's steps up to ``steps`` (new, or resumed from its last checkpoint), unless its
+    logs reach that step already."""
     run = RunDir(settings.run.run_dir)
-    state = run_state(run.root, settings.optim.steps)
-    if state == "complete":
-        print(f"{run.root}: complete, compared again", file=sys.stderr)
-        return
-    if state == "new":
-        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
-    else:
+    if (run.root / CONFIG_FILE).is_file():
         differ = differences_from_plan(run.saved_config(), settings)
         if differ:
             raise TurnOPDError(f"{run.root} was started with other settings ({', '.join(differ[:8])} differ)")
+        if max(run.steps_logged(METRICS_FILE), default=0) >= steps:
+            print(f"{run.root}: step {steps} done, compared again", file=sys.stderr)
+            return
+    else:
+        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
     from services.orchestrator.pipeline import train  # Ray loads only when something is trained
 
     def on_step(m: StepMetrics) -> None:
-        print(
-            f"  {run.root.name}: step {m.step}/{settings.optim.steps} in {m.times.total_s:.1f} s", flush=True
-        )
+        print(f"  {run.root.name}: step {m.step}/{steps} in {m.times.total_s:.1f} s", flush=True)
 
-    train(settings, run, on_step, lambda _: None)
+    train(settings, run, on_step, lambda _: None, stop_after=steps)
 
 
 def main() -> None:
@@ -82,8 +81,8 @@ def main() -> None:
         for record in args.record:
             if not (record / CONFIG_FILE).is_file():
                 sys.exit(f"--record {record}: not a run record (no {CONFIG_FILE})")
-            settings = reproduction_settings(record, args.steps, args.out)
-            reproduce(settings)
+            settings = reproduction_settings(record, args.out)
+            reproduce(settings, args.steps)
             mine = Path(settings.run.run_dir)
             diffs = differences(
                 (read_jsonl(record / METRICS_FILE, StepMetrics), read_jsonl(record / EVAL_FILE, EvalRecord)),

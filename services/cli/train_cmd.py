@@ -22,7 +22,8 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import InputError, TurnOPDError
 from services.models.tokenizer_match import check_same_tokenizer
 from services.models.trained_format import check_task_reminder, learned_per_env
-from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
+from services.orchestrator.resume_checks import check_stop_after
+from services.run_dir import CONFIG_FILE, METRICS_FILE, SECRET_FIELDS, RunDir
 from services.settings import TurnOPDSettings, load_settings
 from services.settings.tree import saved_settings
 
@@ -87,17 +88,32 @@ def train(
     resume: Annotated[
         Path | None, typer.Option(help="Continue the run in this directory from its last checkpoint.")
     ] = None,
+    stop_after: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="End this sitting after step N, a checkpoint step (the run stays K steps: "
+            "--resume goes on from N).",
+        ),
+    ] = None,
 ) -> None:
     """Distil the student on its own trajectories: plan, roll out, score, update, ingest."""
     if resume is not None:
         if any(v is not None for v in (config, method, steps, run_dir)):
-            raise InputError("--resume takes the run's saved config; do not combine it with other options")
+            raise InputError(
+                "--resume takes the run's saved config; do not combine it with other options "
+                "(but --stop-after)"
+            )
         run = RunDir(resume)
         settings = resumed_settings(run)
     else:
         settings = _resolved(config, method, steps, run_dir)
         _check_formats(settings)
         run = RunDir(settings.run.run_dir)
+    if stop_after is not None:  # before anything is written or started
+        last_logged = max(run.steps_logged(METRICS_FILE), default=0) if resume is not None else 0
+        check_stop_after(stop_after, last_logged, settings.learner.checkpoint_every, settings.optim.steps)
+    if resume is None:
         run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
     started = time.perf_counter()
     console = Console(stderr=True)
@@ -132,10 +148,16 @@ def train(
             )
 
         try:
-            run_training(settings, run, on_step, on_eval, on_phase)
+            last = run_training(settings, run, on_step, on_eval, on_phase, stop_after)
         except TurnOPDError as exc:
             exc.add_note(resume_hint(run.root))
             raise
+    if last < settings.optim.steps:
+        console.print(
+            f"stopped after step {last} of {settings.optim.steps}, as asked (--stop-after); "
+            f"go on with: turnopd train --resume {run.root}"
+        )
+        return
     result = load_result(run.root, settings)
     render_result(result, Console(), wall_s=time.perf_counter() - started)
     figure = write_success_figure(result, run.root)

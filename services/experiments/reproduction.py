@@ -5,7 +5,9 @@ At ``max_staleness = 0`` a run is fixed by its settings and seeds: the same task
 the same updates. A new driver, or any change to the step, must leave the first K steps of a
 recorded run as they were: each step's controller state, batch, losses and success
 (``metrics.jsonl``), and each evaluation (``eval.jsonl``). Times are the machine's and are not
-compared. The learning rate is constant, so the first K steps of a longer run are a K-step run's.
+compared. Only the first steps of a long record need training again: the reproduction stays the
+record's run (its step count K too, which the blend's schedule reads) and stops after step k
+(``pipeline.train``'s ``stop_after``).
 """
 
 import math

@@ -4,6 +4,7 @@ evaluation.
 """
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -31,7 +32,12 @@ from services.orchestrator.learner_recovery import LearnerRecovery, initial_weig
 from services.orchestrator.metrics_exporter import MetricsExporter
 from services.orchestrator.planner import Planner
 from services.orchestrator.recorder import Recorder, RecordSettings
-from services.orchestrator.resume_checks import check_before_drop, check_resumed, first_checkpoint_step
+from services.orchestrator.resume_checks import (
+    check_before_drop,
+    check_resumed,
+    check_stop_after,
+    first_checkpoint_step,
+)
 from services.orchestrator.run_plan import LoopSettings
 from services.orchestrator.source_mix import StepSources
 from services.orchestrator.step_loop import StepLoop
@@ -100,22 +106,31 @@ def train(
     on_step: StepCallback,
     on_eval: EvalCallback,
     on_phase: Callable[[str], None] = lambda _: None,
+    stop_after: int | None = None,
 ) -> int:
     """Run steps after the last checkpoint up to ``optim.steps``; return the last step done.
 
     ``on_phase``: told, in words, when the run starts a phase (an evaluation the driver waits for,
     training), so a console can say what a long wait is.
 
+    ``stop_after``: end this sitting after that step (a checkpoint step, so a resume goes on from
+    it); the run stays the ``optim.steps``-step run it is (the blend's schedule, the evaluations), so
+    its steps are those of the whole run, and a later resume trains the rest.
+
     While it runs, the `run-control` actor serves `turnopd status` and `turnopd restart`.
     """
     # A run stopped between the learner's checkpoint and that step's log lines would resume with the
     # step missing from every log: resume from the last step the logs hold instead.
     last_logged = max(run.steps_logged(METRICS_FILE), default=0)
+    if stop_after is not None:  # before anything is dropped or started
+        check_stop_after(stop_after, last_logged, settings.learner.checkpoint_every, settings.optim.steps)
     first_checkpoint = first_checkpoint_step(settings.learner.checkpoint_every, settings.optim.steps)
     check_before_drop(run.root, last_logged, first_checkpoint)
     drop_checkpoints_after(run.root, last_logged)
     sources = StepSources.of(settings)  # the task sources, resolved once for the run
     plan = LoopSettings.of(settings)
+    if stop_after is not None:
+        plan = dataclasses.replace(plan, steps=stop_after)
     eval_plan = EvalPlan.of(settings, sources.sources)
     with ExitStack() as exits:
         exporter = TrainingMetrics(
@@ -235,4 +250,4 @@ def train(
 
         asyncio.run(drive())
         live.set_phase("finished")
-        return settings.optim.steps
+        return plan.steps

@@ -24,6 +24,23 @@ def first_checkpoint_step(checkpoint_every: int, steps: int) -> int:
     return min(checkpoint_every, steps)
 
 
+def check_stop_after(stop_after: int, last_logged: int, checkpoint_every: int, steps: int) -> None:
+    """A sitting may end after a step the run has still to train, and one the learner checkpoints
+    (every ``checkpoint_every``, and the last), so that a resume goes on from it; else InputError."""
+    if not 1 <= stop_after <= steps:
+        raise InputError(f"stop after step {stop_after}: the run's steps are 1..{steps}")
+    if stop_after <= last_logged:
+        raise InputError(f"stop after step {stop_after}: the run has already logged step {last_logged}")
+    if stop_after != steps and stop_after % checkpoint_every:
+        below = stop_after - stop_after % checkpoint_every
+        near = ", ".join(str(k) for k in (below, below + checkpoint_every) if last_logged < k <= steps)
+        raise InputError(
+            f"stop after step {stop_after}: the learner checkpoints every {checkpoint_every} steps "
+            f"([learner] checkpoint_every), so a resume would train steps after {below} again; "
+            f"stop after {near or steps}"
+        )
+
+
 def check_before_drop(run_root: Path, last_logged: int, first_checkpoint: int) -> None:
     """Before the checkpoints above ``last_logged`` are dropped: once the logs reach ``first_checkpoint``,
     an intact one at or below it must exist (``latest_checkpoint``); else InputError, nothing deleted."""

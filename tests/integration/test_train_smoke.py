@@ -20,6 +20,9 @@ from services.contracts.controller import StepDecision
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
+from services.controller.blend import blend_alpha
+from services.errors import InputError
+from services.experiments.compare_dir import run_state
 from services.learner.checkpoint import latest_checkpoint
 from services.loopback import free_loopback_port
 from services.orchestrator.pipeline import train
@@ -141,3 +144,32 @@ def test_train_smoke_then_resume(serve_port, tmp_path):
             "the run and its resume passed; the Prometheus part needs a `prometheus` binary "
             "(scripts/setup.sh --with-prometheus)"
         )
+
+
+def test_a_sitting_stops_after_a_checkpoint_step_and_the_resume_trains_the_rest(ray_session, tmp_path):
+    """`stop_after`: the 4-step run ends its first sitting after step 2 (checkpointed), its steps
+    those of the 4-step run (the blend at step k / 4, not k / 2); the resume trains steps 3 and 4."""
+    config = smoke_config(tmp_path)
+    config.write_text(
+        config.read_text().replace("steps = 3", "steps = 4").replace("at_start = false", "at_start = true")
+    )
+    settings = load_settings(config)
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json())
+    first: list[StepMetrics] = []
+    evals: list[EvalRecord] = []
+    assert train(settings, run, first.append, evals.append, stop_after=2) == 2
+    assert [m.step for m in first] == [1, 2] and latest_checkpoint(run.root).name == "step_000002"
+    assert [m.alpha for m in first] == [
+        blend_alpha(k, 4, settings.blend.start, settings.blend.end) for k in (1, 2)
+    ]
+    assert [e.step for e in evals] == [0]  # the 4-step run evaluates at 0, 3 and 4: none is due at 2
+    assert run_state(run.root, 4) == "partial"
+    rest: list[StepMetrics] = []
+    assert train(settings, run, rest.append, evals.append) == 4
+    assert [m.step for m in rest] == [3, 4] and [e.step for e in evals] == [0, 3, 4]
+    logged = read_jsonl(run.path("metrics.jsonl"), StepMetrics)
+    assert [m.step for m in logged] == [1, 2, 3, 4] and [m.weights_version for m in logged] == [1, 2, 3, 4]
+    assert logged[3].alpha == blend_alpha(4, 4, settings.blend.start, settings.blend.end)
+    with pytest.raises(InputError, match="stop after step 3: the run has already logged step 4"):
+        train(settings, run, rest.append, evals.append, stop_after=3)

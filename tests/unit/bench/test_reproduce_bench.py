@@ -24,7 +24,7 @@ def first_lines(path: Path, n: int) -> str:
 
 def reproduction(tmp_path: Path, steps: int) -> Path:
     """A complete reproduction of the record's first ``steps`` steps, its logs copied from it."""
-    settings = reproduce_bench.reproduction_settings(RECORD, steps, tmp_path / "out")
+    settings = reproduce_bench.reproduction_settings(RECORD, tmp_path / "out")
     run = RunDir(settings.run.run_dir)
     run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
     (run.root / "metrics.jsonl").write_text(first_lines(RECORD / "metrics.jsonl", steps))
@@ -41,18 +41,18 @@ def run_bench(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return int(exit_.value.code or 0)
 
 
-def test_the_record_is_run_again_unchanged_but_for_its_place_and_steps(tmp_path):
-    settings = reproduce_bench.reproduction_settings(RECORD, 8, tmp_path / "out")
+def test_the_record_is_run_again_unchanged_but_for_its_place(tmp_path):
+    settings = reproduce_bench.reproduction_settings(RECORD, tmp_path / "out")
     assert settings.run.run_dir == (tmp_path / "out" / "turnopd-seed0").resolve()
-    assert settings.optim.steps == 8 and settings.pipeline.max_staleness == 0
+    assert settings.optim.steps == 32 and settings.pipeline.max_staleness == 0  # K kept: alpha = k / 32
     differ = differences_from_plan((RECORD / "config.json").read_text(), settings)
-    assert differ == ["optim.steps", "run.run_id"]
+    assert differ == ["run.run_id"]
 
 
 def test_equal_logs_pass_and_a_changed_step_fails_naming_it(tmp_path, monkeypatch, capsys):
     mine = reproduction(tmp_path, 8)
     args = ("--record", str(RECORD), "--steps", "8", "--out", str(tmp_path / "out"))
-    assert run_bench(monkeypatch, *args) == 0  # complete: compared, not trained
+    assert run_bench(monkeypatch, *args) == 0  # its logs reach step 8: compared, not trained
     out = capsys.readouterr().out
     assert "steps 1..8, evaluations at [0, 4, 8]" in out and "every compared field equal (exactly)" in out
     lines = (mine / "metrics.jsonl").read_text().splitlines(keepends=True)

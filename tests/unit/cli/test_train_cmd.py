@@ -44,3 +44,16 @@ def test_a_resumed_multi_environment_run_gives_every_service_its_saved_settings(
     assert resumed.for_rollout_worker() == original.for_rollout_worker()
     assert resumed.for_learner() == original.for_learner()
     assert resumed.for_redis() == original.for_redis()
+
+
+def test_stop_after_is_checked_before_a_run_starts(tmp_path, cli):
+    """configs/smoke.toml checkpoints every 2 of its 3 steps: a sitting may end after step 2 (or 3),
+    and a bad --stop-after is refused before Ray starts, naming the steps that would do."""
+    settings = load_settings(REPO / "configs" / "smoke.toml", {"run": {"run_dir": tmp_path / "run"}})
+    run = RunDir(settings.run.run_dir)
+    run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    refused = cli("train", "--resume", run.root, "--stop-after", "1")
+    assert refused.code != 0 and "checkpoints every 2 steps" in refused.err and "stop after 2" in refused.err
+    assert not run.path("metrics.jsonl").exists()
+    mixed = cli("train", "--resume", run.root, "--steps", "2")
+    assert mixed.code != 0 and "(but --stop-after)" in mixed.err

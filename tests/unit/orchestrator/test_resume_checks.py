@@ -5,7 +5,12 @@ from checkpoint_fixtures import write_checkpoint
 
 from services.errors import InputError
 from services.learner.checkpoint import complete_checkpoints
-from services.orchestrator.resume_checks import check_before_drop, check_resumed, first_checkpoint_step
+from services.orchestrator.resume_checks import (
+    check_before_drop,
+    check_resumed,
+    check_stop_after,
+    first_checkpoint_step,
+)
 
 
 def test_the_first_checkpoint_is_at_checkpoint_every_or_the_last_step():
@@ -48,3 +53,16 @@ def test_a_learner_that_loaded_no_checkpoint_is_refused_once_the_logs_reach_one(
     with pytest.raises(InputError, match=r"no checkpoint in .* of step 5 or before loads .* steps 1\.\.5"):
         check_resumed(tmp_path, resumed=0, last_logged=5, first_checkpoint=2)
     check_resumed(tmp_path, resumed=4, last_logged=5, first_checkpoint=2)
+
+
+def test_a_sitting_may_stop_only_after_a_checkpoint_step_still_to_train():
+    check_stop_after(4, 0, checkpoint_every=4, steps=32)
+    check_stop_after(30, 28, checkpoint_every=4, steps=30)  # the last step is checkpointed too
+    with pytest.raises(InputError, match=r"checkpoints every 4 steps .* after 4 again; stop after 4, 8"):
+        check_stop_after(6, 0, checkpoint_every=4, steps=32)
+    with pytest.raises(InputError, match=r"stop after 8$"):
+        check_stop_after(6, 4, checkpoint_every=4, steps=32)  # step 4 is logged: 8 is the next
+    with pytest.raises(InputError, match=r"the run's steps are 1\.\.32"):
+        check_stop_after(33, 0, checkpoint_every=4, steps=32)
+    with pytest.raises(InputError, match="has already logged step 8"):
+        check_stop_after(8, 8, checkpoint_every=4, steps=32)
