@@ -13,7 +13,7 @@ def test_every_run_file_record_leaves_out_its_later_fields_while_none():
         StepDecision: ("planned_from", "env"),
         TurnStatsRecord: ("env",),
         StepMetrics: ("sources", "failure_reasons"),
-        EvalRecord: ("env",),
+        EvalRecord: ("env", "failed_episodes"),
     }
     for kind in (StepDecision, TurnStatsRecord, StepMetrics, EvalRecord):
         assert issubclass(kind, Record) and set(kind.LEFT_OUT_WHEN_NONE) <= set(kind.model_fields)
