@@ -1,6 +1,5 @@
 """bench/depth_bound.py on the frontier's committed records, and its refusals."""
 
-import importlib.util
 import json
 import re
 import shutil
@@ -8,15 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from services.run_dir import TURN_STATS_FILE
 
 REPO = Path(__file__).resolve().parents[3]
 RECORDS = REPO / "docs" / "results" / "records" / "frontier-2026-11-29"
-_spec = importlib.util.spec_from_file_location("depth_bound_bench", REPO / "bench" / "depth_bound.py")
-assert _spec is not None and _spec.loader is not None
-depth_bound_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(depth_bound_bench)
+depth_bound_bench = bench_script("depth_bound")
 
 
 def run_bench(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:

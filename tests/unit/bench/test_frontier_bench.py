@@ -1,22 +1,18 @@
 """bench/frontier.py --analyse-only on run directories laid out as `turnopd compare` leaves them."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 from comparison_logs import run_logs
 
 from services.experiments.compare_plan import run_settings
 from services.experiments.system_arms import SYSTEM_OVERRIDES
 from services.run_dir import SECRET_FIELDS, RunDir
 
-REPO = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location("frontier_bench", REPO / "bench" / "frontier.py")
-assert _spec is not None and _spec.loader is not None
-frontier_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(frontier_bench)
+frontier_bench = bench_script("frontier")
 
 CONFIG = """
 [optim]

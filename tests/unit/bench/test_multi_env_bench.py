@@ -1,22 +1,18 @@
 """bench/multi_env.py's sittings and its before/after check, on run directories written by hand (the
 runs themselves are `pipeline.train`'s, tested with it)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 from comparison_logs import eval_record, step_metrics, turn_stats
 
 from services.errors import ConflictError
 from services.run_dir import SECRET_FIELDS, RunDir
 from services.settings import load_settings
 
-REPO = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location("multi_env_bench", REPO / "bench" / "multi_env.py")
-assert _spec is not None and _spec.loader is not None
-multi_env_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(multi_env_bench)
+multi_env_bench = bench_script("multi_env")
 
 CONFIG = """
 [optim]

@@ -1,21 +1,18 @@
 """bench/reproduce_records.py on a recorded run of the repository and a reproduction written from it
 (the training itself is `pipeline.train`'s, tested with it)."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from services.experiments.compare_plan import differences_from_plan
 from services.run_dir import SECRET_FIELDS, RunDir
 
 REPO = Path(__file__).resolve().parents[3]
 RECORD = REPO / "docs" / "results" / "records" / "frontier-2026-11-29" / "turnopd" / "seed0"
-_spec = importlib.util.spec_from_file_location("reproduce_bench", REPO / "bench" / "reproduce_records.py")
-assert _spec is not None and _spec.loader is not None
-reproduce_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reproduce_bench)
+reproduce_bench = bench_script("reproduce_records")
 
 
 def first_lines(path: Path, n: int) -> str:
