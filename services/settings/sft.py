@@ -11,6 +11,8 @@ SFTEnv = Literal["alfworld", "search", "webshop"]
 # the [sft] keys a mix sets per part instead
 PART_KEYS = ("env", "episodes", "max_expert_turns")
 
+Autocast = Literal["auto", "off", "bfloat16"]
+
 
 class SFTPart(Section):
     """One environment of a joint recipe (``[[sft.mix]]``): its expert episodes, and the observation
@@ -119,9 +121,10 @@ class SFTSettings(Section):
     weight_decay: float = Field(0.01, ge=0.0, description="AdamW weight decay.")
     betas: tuple[float, float] = Field((0.9, 0.95), description="AdamW betas.")
     grad_clip: float = Field(1.0, gt=0.0, description="Max global gradient norm.")
-    autocast: Literal["off", "bfloat16"] = Field(
-        "bfloat16",
-        description="Decoder compute dtype in training (bfloat16: ~1.6x faster on AMX/AVX512 CPUs).",
+    autocast: Autocast = Field(
+        "auto",
+        description="Decoder compute dtype in training. bfloat16: ~1.6x faster on AMX/AVX512-BF16 CPUs, "
+        "27x slower on a CPU without them (emulated); auto: bfloat16 only where the hardware has it.",
     )
     length_bucket: int = Field(
         64, ge=1, le=4096, description="Sequences are right-padded to a multiple of this (kernel reuse)."

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from services.errors import InputError
 from services.settings.sft import SFTSettings
+from services.teacher_training.precision import uses_bfloat16
 from services.teacher_training.rendering import RenderedEpisode
 from services.teacher_training.resume import TrainState
 from services.teacher_training.schedule import learning_rate, step_batches
@@ -179,6 +180,7 @@ def train_sft(
     plan = step_batches(len(tensors), settings.epochs, settings.batch_episodes, settings.seed)
     warmup = round(settings.warmup_frac * len(plan))
     optimizer = make_optimizer(model, settings)
+    bf16 = uses_bfloat16(settings.autocast, model.device)
     losses: list[float] = []
     seen, first, before = 0, 0, 0.0
     if start is not None:
@@ -203,7 +205,7 @@ def train_sft(
         total_loss, correct, tokens = 0.0, 0, 0
         for i in batch:
             loss_sum, context_sum, right = response_loss(
-                model, tensors[i], settings.context_loss_weight, bf16=settings.autocast == "bfloat16"
+                model, tensors[i], settings.context_loss_weight, bf16=bf16
             )
             ((loss_sum + settings.context_loss_weight * context_sum) / denominator).backward()
             total_loss += float(loss_sum.item())
