@@ -53,7 +53,7 @@ def stats_for(k: int) -> ProbeStats:
 
 def context(settings: TurnOPDSettings, root: Path) -> RunContext:
     run = RunDir(root)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     extra = {"config_file": None} if "config_file" in {f.name for f in fields(RunContext)} else {}
     return RunContext(settings=settings, run=run, run_id=root.name, **extra)
 

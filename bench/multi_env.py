@@ -36,13 +36,11 @@ from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.contracts.records import TurnStatsRecord
 from services.diagnostics.step_stats import mean_token_kl
-from services.errors import ConflictError
-from services.experiments.compare_dir import run_state
-from services.experiments.compare_plan import differences_from_plan
+from services.experiments.run_start import checked_state, opened
 from services.orchestrator.run_result import wilson_interval
 from services.orchestrator.single_source import single_source_overrides
 from services.orchestrator.throughput import CpuTimes, cpu_times, cpu_utilisation
-from services.run_dir import SECRET_FIELDS, RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 from services.settings.tree import saved_settings
 
@@ -99,16 +97,9 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
     checkpoint; a complete one is read, not trained again); its figures."""
     own = {"run": {"run_dir": root / name}, "metrics": {"enabled": False}}
     settings = load_settings(config, merged(overrides, own))
-    run = RunDir(settings.run.run_dir)
     steps = settings.optim.steps
-    state = run_state(run.root, steps)
-    if state != "new":
-        differ = differences_from_plan(run.saved_config(), settings)
-        if differ:
-            raise ConflictError(
-                f"{run.root} was started with other settings ({', '.join(differ[:8])} differ); "
-                "name a new --keep folder, or run the command it was started with"
-            )
+    state = checked_state(settings, "name a new --keep folder, or run the command it was started with")
+    run = opened(settings, state)
     times = read_times(root)
     if state == "complete":
         kept = times.get(name)
@@ -116,9 +107,7 @@ def run_once(config: Path, name: str, overrides: dict[str, Any], root: Path) -> 
         if kept is None:  # stopped after its last step, before its time was written
             return run_figures(run, name, float("nan"), float("nan"), resumed=True)
         return run_figures(run, name, kept["wall_s"], kept["cpu"], kept["resumed"])
-    if state == "new":
-        run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
-    else:
+    if state == "partial":
         print(f"  {name}: continuing from its last checkpoint in {run.root}", flush=True)
 
     def on_step(m: StepMetrics) -> None:

@@ -117,7 +117,7 @@ def run_mode(config: Path, mode: Mode, steps: int, root: Path, final_eval: bool 
     }
     settings = load_settings(config, overrides)
     run = RunDir(root)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     ends: list[float] = []
     cpu: list[CpuTimes] = []
 

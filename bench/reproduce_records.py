@@ -26,9 +26,9 @@ from pathlib import Path
 from services.contracts.jsonl import read_jsonl
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.errors import TurnOPDError
-from services.experiments.compare_plan import differences_from_plan
 from services.experiments.reproduction import differences, largest_relative
-from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE, SECRET_FIELDS, RunDir
+from services.experiments.run_start import checked_state, opened
+from services.run_dir import CONFIG_FILE, EVAL_FILE, METRICS_FILE
 from services.settings import TurnOPDSettings
 from services.settings.tree import saved_settings_dict
 
@@ -54,16 +54,11 @@ def reproduction_settings(record: Path, out: Path) -> TurnOPDSettings:
 def reproduce(settings: TurnOPDSettings, steps: int) -> None:
     """Train the run's steps up to ``steps`` (new, or resumed from its last checkpoint), unless its
     logs reach that step already."""
-    run = RunDir(settings.run.run_dir)
-    if (run.root / CONFIG_FILE).is_file():
-        differ = differences_from_plan(run.saved_config(), settings)
-        if differ:
-            raise TurnOPDError(f"{run.root} was started with other settings ({', '.join(differ[:8])} differ)")
-        if max(run.steps_logged(METRICS_FILE), default=0) >= steps:
-            print(f"{run.root}: step {steps} done, compared again", file=sys.stderr)
-            return
-    else:
-        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    state = checked_state(settings, f"remove it or pass another --out than {settings.run.run_dir.parent}")
+    run = opened(settings, state)
+    if state != "new" and max(run.steps_logged(METRICS_FILE), default=0) >= steps:
+        print(f"{run.root}: step {steps} done, compared again", file=sys.stderr)
+        return
     from services.orchestrator.pipeline import train  # Ray loads only when something is trained
 
     def on_step(m: StepMetrics) -> None:

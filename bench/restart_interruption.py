@@ -88,7 +88,7 @@ def run_once(
     """Train once; return the step completion times and the metrics; carry out ``actions`` if given."""
     settings = bench_settings(config, steps, root)
     run = RunDir(root)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     ends: list[float] = []
     queue = list(actions or [])
     busy: list[Action] = []

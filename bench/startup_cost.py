@@ -110,7 +110,7 @@ def one_start(config: Path, root: Path, label: str, ray_train: bool) -> tuple[fl
     run_settings = settings.run.model_copy(update={"run_dir": str(run_dir)})
     settings = settings.model_copy(update={"run": run_settings, "learner": learner})
     run = RunDir(run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     before = process_cpu()
     began = time.monotonic()
     with ExitStack() as exits:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from services.durable_files import append_line, replace_text
 from services.errors import InputError
 
@@ -88,14 +90,15 @@ class RunDir:
     def redis_dir(self) -> Path:
         return self.root / "redis"
 
-    def create(self, config_json: str) -> None:
-        """A fresh run: the directory must not hold another run's logs."""
+    def create(self, settings: BaseModel) -> None:
+        """A fresh run: the directory must not hold another run's logs. ``settings`` are written to
+        config.json without ``SECRET_FIELDS`` (a resume reads those from the environment again)."""
         if any(self.path(name).exists() for name in LOGS):
             raise InputError(
                 f"{self.root} already holds a run; use --resume {self.root} or another --run-dir"
             )
         self.root.mkdir(parents=True, exist_ok=True)
-        replace_text(self.path(CONFIG_FILE), config_json)
+        replace_text(self.path(CONFIG_FILE), settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
 
     def saved_config(self) -> str:
         try:

@@ -114,7 +114,7 @@ def train(
         last_logged = max(run.steps_logged(METRICS_FILE), default=0) if resume is not None else 0
         check_stop_after(stop_after, last_logged, settings.learner.checkpoint_every, settings.optim.steps)
     if resume is None:
-        run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+        run.create(settings)
     started = time.perf_counter()
     console = Console(stderr=True)
     from services.orchestrator.pipeline import train as run_training  # Ray loads only for this command

@@ -13,18 +13,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 from services.contracts.method import Method
-from services.errors import ConflictError, InputError
-from services.experiments.compare_dir import (
-    RunState,
-    config_differences,
-    run_path,
-    run_state,
-    settings_json,
-)
-from services.run_dir import CONFIG_FILE, SECRET_FIELDS
+from services.errors import InputError
+from services.experiments.compare_dir import RunState, run_path
+from services.experiments.run_start import checked_state
 from services.settings import TurnOPDSettings, load_settings
-from services.settings.diff import with_defaults
-from services.settings.tree import saved_settings_dict
 
 
 @dataclass(frozen=True)
@@ -78,14 +70,6 @@ def run_settings(
     return load_settings(config, {"run": run, **sections})
 
 
-def differences_from_plan(saved_config: str, settings: TurnOPDSettings) -> list[str]:
-    """Dotted keys where a saved config.json differs from the settings a run is planned with
-    (keys the saved file predates read as their defaults; ``run.run_dir`` is not compared)."""
-    defaults = settings_json(TurnOPDSettings.model_construct(), SECRET_FIELDS)  # no env vars
-    saved = saved_settings_dict(saved_config)
-    return config_differences(with_defaults(saved, defaults), settings_json(settings, SECRET_FIELDS))
-
-
 def plan_runs(
     config: Path | None,
     methods: Sequence[Method],
@@ -103,13 +87,6 @@ def plan_runs(
         for seed in range(base_seed, base_seed + n_seeds):
             settings = run_settings(config, method, seed, steps, out, overrides)
             path = settings.run.run_dir
-            state = run_state(path, settings.optim.steps)
-            if state != "new":
-                differ = differences_from_plan((path / CONFIG_FILE).read_text(), settings)
-                if differ:
-                    raise ConflictError(
-                        f"{path} was started with a different config ({', '.join(differ[:8])} differ); "
-                        "use another --out or the config it was started with"
-                    )
+            state = checked_state(settings, "use another --out or the config it was started with")
             planned.append(PlannedRun(method, seed, path, settings, state))
     return planned

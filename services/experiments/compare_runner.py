@@ -13,8 +13,8 @@ from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.experiments.compare_dir import SUMMARY_FILE, SUMMARY_MARKDOWN, load_run, write_atomic
 from services.experiments.compare_plan import PlannedRun
 from services.experiments.protocols import summarise
+from services.experiments.run_start import opened
 from services.experiments.tables import comparison_markdown
-from services.run_dir import SECRET_FIELDS, RunDir
 
 RunCallback = Callable[[PlannedRun], None]
 StepCallback = Callable[[StepMetrics], None]
@@ -34,10 +34,7 @@ def run_planned(
         from services.orchestrator.pipeline import train  # Ray loads only when something is trained
 
         on_run(run)
-        run_dir = RunDir(run.path)
-        if run.state == "new":
-            run_dir.create(run.settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
-        train(run.settings, run_dir, on_step, on_eval)
+        train(run.settings, opened(run.settings, run.state), on_step, on_eval)
 
 
 def write_summary(planned: Sequence[PlannedRun], out: Path, config: Path | None) -> ComparisonSummary:

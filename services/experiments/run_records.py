@@ -19,7 +19,8 @@ from pathlib import Path
 
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.experiments.compare_dir import run_path, run_state, write_atomic
-from services.experiments.compare_plan import PlannedRun, differences_from_plan
+from services.experiments.compare_plan import PlannedRun
+from services.experiments.run_start import differences_from_plan
 from services.run_dir import CONFIG_FILE, DECISIONS_FILE, EVAL_FILE, METRICS_FILE
 
 LOG_FILES = (METRICS_FILE, EVAL_FILE, DECISIONS_FILE)

@@ -95,7 +95,7 @@ def chaos_run(
     settings = load_settings(config)
     assert settings.optim.steps == steps and settings.cluster.rollout_workers == 2
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     background: list[threading.Thread] = []
     seen: dict[str, Any] = {}
     rng = random.Random(f"{SEED}/{staleness}")

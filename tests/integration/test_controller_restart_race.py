@@ -55,7 +55,7 @@ def in_thread(fn, *args) -> tuple[threading.Thread, dict[str, Any]]:
 def test_a_controller_replaced_under_in_flight_calls_keeps_serving(ray_session, tmp_path):
     settings = small_run_settings(steps=11)  # 2, then 3 rounds of 2, then 3 more
     run = RunDir(tmp_path / "run")
-    run.create(settings.model_dump_json())
+    run.create(settings)
     ctx = RunContext(settings=settings, run=run, run_id="race")
     counts: Counter[str] = Counter()
     redis = RedisOps(ctx, counts)

@@ -103,7 +103,7 @@ def check_a_run_with_a_teacher_per_environment(
     assert [t.teacher.endpoint_url for t in settings.for_teachers()] == ["", "", server.url]
     scored_before = server.backend.metrics.exposition()
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     evals: list[EvalRecord] = []
 
     apps_mid_run: list[set[str]] = []

@@ -47,7 +47,7 @@ def test_killed_processes_are_replaced_and_the_run_finishes_every_step_once(ray_
     assert (settings.learner.checkpoint_every, settings.learner.max_restarts) == (2, 3)
     assert settings.pipeline.max_staleness == staleness and not settings.controller.resolved_redis_url()
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     me = os.getpid()  # this run's processes: ours, below this test's process
 
     def pid_of(kind: str) -> Callable[[], int]:

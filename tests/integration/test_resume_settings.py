@@ -14,7 +14,7 @@ from services.env_gateway.client import EnvGatewayClient
 from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.managed_service import Change, RunContext
 from services.operations.run_services import Services
-from services.run_dir import SECRET_FIELDS, RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 from services.settings.env_gateway import EnvGatewaySettings
 
@@ -83,7 +83,7 @@ async def catalog_and_search_turns(url: str) -> tuple[EnvCatalog, int]:
 def test_a_resumed_run_gives_every_service_the_settings_it_started_with(tmp_path):
     original = load_settings(multi_env_config(tmp_path))
     run = RunDir(original.run.run_dir)
-    run.create(original.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    run.create(original)
 
     resumed = resumed_settings(run)  # what `turnopd train --resume DIR` runs with
     first = Services.of(RunContext(settings=original, run=run, run_id="r"))

@@ -57,7 +57,7 @@ def test_pools_resized_while_training(ray_session, tmp_path):
     settings = load_settings(config)
     assert settings.rollout.env == "webshop" and settings.eval.interval == STEPS
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     seen: dict[str, Any] = {}
     threads: list[threading.Thread] = []
 

@@ -67,7 +67,7 @@ def test_train_smoke_then_resume(serve_port, tmp_path):
     assert (settings.metrics.port, settings.env_gateway.port) == (driver, gateway)
     assert (settings.optim.steps, settings.pipeline.max_staleness) == (4, 1)
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     scraped = ScrapedRun(tmp_path, driver, serve_port, gateway, 4) if have_prometheus() else None
     steps, evals = [], []
 
@@ -155,7 +155,7 @@ def test_a_sitting_stops_after_a_checkpoint_step_and_the_resume_trains_the_rest(
     )
     settings = load_settings(config)
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json())
+    run.create(settings)
     first: list[StepMetrics] = []
     evals: list[EvalRecord] = []
     assert train(settings, run, first.append, evals.append, stop_after=2) == 2

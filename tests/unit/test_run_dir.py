@@ -9,6 +9,7 @@ import pytest
 
 from services.errors import InputError
 from services.run_dir import DECISIONS_FILE, EVAL_FILE, METRICS_FILE, RunDir
+from services.settings import TurnOPDSettings
 
 
 def line(step: int, **extra: object) -> str:
@@ -115,10 +116,16 @@ def test_a_line_without_an_integer_step_is_named_too(tmp_path: Path):
         run.steps_logged()
 
 
-def test_create_writes_the_config_and_refuses_a_directory_with_logs(tmp_path: Path):
+def test_create_writes_the_config_without_secrets_and_refuses_a_directory_with_logs(tmp_path: Path):
     run = RunDir(tmp_path / "run")
-    run.create('{"a": 1}')
-    assert run.saved_config() == '{"a": 1}'
+    settings = TurnOPDSettings.model_validate(
+        {"security": {"service_token": "s3cret-token"}, "controller": {"redis_password": "s3cret-pw"}}
+    )
+    run.create(settings)
+    saved = json.loads(run.saved_config())
+    assert "s3cret" not in run.saved_config()
+    assert "service_token" not in saved["security"] and "redis_password" not in saved["controller"]
+    assert saved["optim"] == json.loads(settings.model_dump_json())["optim"]
     run.append(METRICS_FILE, line(1))
     with pytest.raises(InputError, match="already holds a run"):
-        run.create("{}")
+        run.create(settings)

@@ -10,7 +10,7 @@ from comparison_logs import run_logs
 
 from services.experiments.compare_plan import run_settings
 from services.experiments.system_arms import SYSTEM_OVERRIDES
-from services.run_dir import SECRET_FIELDS, RunDir
+from services.run_dir import RunDir
 
 frontier_bench = bench_script("frontier")
 
@@ -39,7 +39,7 @@ def write_runs(
         for seed in (0, 1):
             settings = run_settings(config, method, seed, None, out, overrides)  # type: ignore[arg-type]
             run = RunDir(settings.run.run_dir)
-            run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+            run.create(settings)
             logs = run_logs(method, seed, step_s[method], method_accs)
             (run.root / "metrics.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in logs.metrics))
             (run.root / "eval.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in logs.evals))
@@ -179,9 +179,7 @@ def test_system_arms_are_set_against_synchronous_vanilla(tmp_path, monkeypatch, 
 def test_system_runs_of_other_settings_are_refused(tmp_path, monkeypatch):
     config, out = comparison(tmp_path)
     write_runs(config, out / "system")  # the synchronous step where the system arm's belongs
-    with pytest.raises(
-        SystemExit, match=r"system/turnopd/seed0 was started with a different config \(pipeline"
-    ):
+    with pytest.raises(SystemExit, match=r"system/turnopd/seed0 was started with other settings \(pipeline"):
         run_bench(
             monkeypatch,
             "--config",

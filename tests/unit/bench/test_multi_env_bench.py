@@ -9,7 +9,7 @@ from bench_scripts import bench_script
 from comparison_logs import eval_record, step_metrics, turn_stats
 
 from services.errors import ConflictError
-from services.run_dir import SECRET_FIELDS, RunDir
+from services.run_dir import RunDir
 from services.settings import load_settings
 
 multi_env_bench = bench_script("multi_env")
@@ -33,7 +33,7 @@ def complete_run(tmp_path: Path, before: float, after: float) -> tuple[Path, Pat
     own = {"run": {"run_dir": root / "alone"}, "metrics": {"enabled": False}}
     settings = load_settings(config, own)
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+    run.create(settings)
     for k in (1, 2):
         run.append("metrics.jsonl", step_metrics(k, 10.0).model_dump_json())
         run.append("turn_stats.jsonl", turn_stats(k, 0.0, probe=k == 1).model_dump_json())

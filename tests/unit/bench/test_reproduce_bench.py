@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from bench_scripts import bench_script
 
-from services.experiments.compare_plan import differences_from_plan
-from services.run_dir import SECRET_FIELDS, RunDir
+from services.experiments.run_start import differences_from_plan
+from services.run_dir import RunDir
 
 REPO = Path(__file__).resolve().parents[3]
 RECORD = REPO / "docs" / "results" / "records" / "frontier-2026-11-29" / "turnopd" / "seed0"
@@ -23,7 +23,7 @@ def reproduction(tmp_path: Path, steps: int) -> Path:
     """A complete reproduction of the record's first ``steps`` steps, its logs copied from it."""
     settings = reproduce_bench.reproduction_settings(RECORD, tmp_path / "out")
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json(exclude=SECRET_FIELDS))
+    run.create(settings)
     (run.root / "metrics.jsonl").write_text(first_lines(RECORD / "metrics.jsonl", steps))
     (run.root / "eval.jsonl").write_text(
         first_lines(RECORD / "eval.jsonl", 1 + steps // 4)

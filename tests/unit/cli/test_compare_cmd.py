@@ -45,8 +45,6 @@ def test_bad_input_is_one_line(cli, tmp_path):
     )
     complete_comparison(out)
     res = cli("compare", "--methods", "vanilla", "--steps", 8, "--out", out)
-    assert (
-        res.code == 2 and "vanilla/seed0 was started with a different config (optim.steps differ)" in res.err
-    )
+    assert res.code == 2 and "vanilla/seed0 was started with other settings (optim.steps differ)" in res.err
     res = cli("compare", "--seeds", 0, "--out", out)
     assert res.code == 2 and "--seeds must be >= 1" in res.err

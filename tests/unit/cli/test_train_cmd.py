@@ -6,7 +6,7 @@ from pathlib import Path
 from comparison_logs import source_part, step_metrics
 
 from services.cli.train_cmd import depth_text, resumed_settings
-from services.run_dir import CONFIG_FILE, SECRET_FIELDS, RunDir
+from services.run_dir import CONFIG_FILE, RunDir
 from services.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,7 +32,7 @@ def test_a_resumed_multi_environment_run_gives_every_service_its_saved_settings(
     monkeypatch.setenv("TURNOPD_SERVICE_TOKEN", "s3cret")
     original = load_settings(REPO / "configs" / "multi_env.toml", {"run": {"run_dir": tmp_path / "run"}})
     run = RunDir(original.run.run_dir)
-    run.create(original.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    run.create(original)
     assert "s3cret" not in run.path(CONFIG_FILE).read_text()
 
     resumed = resumed_settings(run)
@@ -51,7 +51,7 @@ def test_stop_after_is_checked_before_a_run_starts(tmp_path, cli):
     and a bad --stop-after is refused before Ray starts, naming the steps that would do."""
     settings = load_settings(REPO / "configs" / "smoke.toml", {"run": {"run_dir": tmp_path / "run"}})
     run = RunDir(settings.run.run_dir)
-    run.create(settings.model_dump_json(exclude=SECRET_FIELDS, indent=2))
+    run.create(settings)
     refused = cli("train", "--resume", run.root, "--stop-after", "1")
     assert refused.code != 0 and "checkpoints every 2 steps" in refused.err and "stop after 2" in refused.err
     assert not run.path("metrics.jsonl").exists()

@@ -66,7 +66,7 @@ def test_plan_reuses_complete_runs_resumes_partial_ones_and_refuses_other_config
     materialise_run(first[1].settings, 2)
     again = plan_runs(None, ["turnopd", "vanilla"], 2, 3, out)
     assert [p.state for p in again] == ["complete", "partial", "new", "new"]
-    with pytest.raises(ConflictError, match=r"seed0 was started with a different config \(optim.steps"):
+    with pytest.raises(ConflictError, match=r"seed0 was started with other settings \(optim.steps"):
         plan_runs(None, ["turnopd"], 1, 5, out)
     with pytest.raises(InputError, match="--seeds must be >= 1"):
         plan_runs(None, ["turnopd"], 0, 3, out)
