@@ -10,6 +10,7 @@ from typing import Any
 
 import ray
 
+from services.contracts.method import Method
 from services.contracts.operations import RunPhase, RunStatus
 from services.contracts.orchestrator import EvalRecord, StepMetrics
 from services.operations.pool_load import pool_load
@@ -20,8 +21,17 @@ from services.operations.stack import Stack
 class LiveRun:
     """What the driver publishes: progress, last metrics and eval, services; thread-safe."""
 
-    def __init__(self, stack: Stack, restarts: ServiceRestarts, control: Any, start_step: int) -> None:
+    def __init__(
+        self,
+        stack: Stack,
+        restarts: ServiceRestarts,
+        control: Any,
+        start_step: int,
+        method: Method,
+        total_steps: int,
+    ) -> None:
         self.stack = stack
+        self.method, self.total_steps = method, total_steps
         self.restarts = restarts
         self.control = control
         self.steps_done = start_step
@@ -57,14 +67,14 @@ class LiveRun:
 
     def snapshot(self) -> RunStatus:
         with self._lock:
-            settings, last = self.stack.settings, self.last
+            last = self.last
             return RunStatus(
                 run_id=self.stack.run_id,
                 run_dir=str(self.stack.run.root.resolve()),
-                method=settings.run.method,
+                method=self.method,
                 phase=self.phase,
                 step=self.steps_done,
-                total_steps=settings.optim.steps,
+                total_steps=self.total_steps,
                 h_hat=last.h_hat if last else None,
                 h_bar=last.h_bar if last else None,
                 alpha=last.alpha if last else None,

@@ -23,12 +23,14 @@ import ray
 from services.operations.controller_client import ControllerClient
 from services.operations.learner_handle import LearnerHandle
 from services.operations.managed_service import ManagedService, RunContext, started
+from services.operations.run_pieces import RunPieces
 from services.operations.run_services import Services
 from services.operations.start_together import start_together, stop_together
 from services.ray_names import teacher_app
 from services.ray_session import ensure_ray
 from services.rollout_worker.pool import RolloutPool
 from services.run_dir import RunDir
+from services.settings.models import ModelsSettings
 from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient
 from services.teacher_scorer.handle_client import TeacherHandleClient
@@ -41,7 +43,7 @@ RunTeacher = TeacherHandleClient | EndpointTeacherClient
 
 @dataclass(frozen=True)
 class Stack:
-    settings: TurnOPDSettings
+    models: ModelsSettings  # the student's first weights (a rewind to step 0); the rest of the settings stay with the caller
     run: RunDir
     run_id: str
     controller: ControllerClient  # follows a controller replacement
@@ -80,12 +82,12 @@ def start_stack(settings: TurnOPDSettings, run: RunDir, exits: ExitStack) -> Sta
     needs it is down (a failed start-up stops whatever had come up)."""
     connect_ray(settings, exits)
     run_id = settings.run.run_id or run.root.resolve().name
-    services = Services.of(RunContext(settings=settings, run=run, run_id=run_id))
+    services = Services.of(RunContext(pieces=RunPieces.of(settings), run=run, run_id=run_id))
     order, needs = services.in_start_order(), services.start_needs()
     exits.callback(stop_together, order, lambda s: s.stop(), needs, _kind)  # never started: stops nothing
     start_together(order, _start_timed, needs, _kind)
     return Stack(
-        settings=settings,
+        models=settings.models,
         run=run,
         run_id=run_id,
         controller=started(services.controller.client, "controller"),

@@ -86,7 +86,7 @@ def line_up(
         stack.pool.publish_weights(ray.put(weights), start, rewind=rewind)
     elif rewind:
         stack.pool.publish_weights(
-            ray.put(initial_weights(stack.settings.models.student, stack.settings.models.cache_dir)),
+            ray.put(initial_weights(stack.models.student, stack.models.cache_dir)),
             0,
             rewind=True,
         )
@@ -152,7 +152,7 @@ def train(
         rebuilds = RebuildNotices(stack.controller)  # what the controller rebuilt of what Redis lost
         rebuilds.check()
         restarts = ServiceRestarts(stack.services)
-        live = LiveRun(stack, restarts, control, start)
+        live = LiveRun(stack, restarts, control, start, settings.run.method, settings.optim.steps)
         record_plan = RecordSettings(
             settings.learner.keep_checkpoints, settings.blend.min_floor, settings.blend.min_frac
         )
