@@ -31,6 +31,7 @@ from services.controller.replay import replay
 from services.operations.controller_ops import ControllerOps
 from services.operations.managed_service import Change, RunContext
 from services.operations.redis_ops import RedisOps
+from services.operations.run_pieces import RunPieces
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 
@@ -55,7 +56,7 @@ def context(settings: TurnOPDSettings, root: Path) -> RunContext:
     run = RunDir(root)
     run.create(settings)
     extra = {"config_file": None} if "config_file" in {f.name for f in fields(RunContext)} else {}
-    return RunContext(settings=settings, run=run, run_id=root.name, **extra)
+    return RunContext(pieces=RunPieces.of(settings), run=run, run_id=root.name, **extra)
 
 
 def trial(seed: int, steps: int, work_s: float, timeout_s: float, root: Path) -> dict[str, object]:

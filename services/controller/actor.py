@@ -31,7 +31,6 @@ from services.ray_names import NAMESPACE
 from services.ray_session import on_driver_node
 from services.service_auth import check_redis_url
 from services.settings.per_service import ControllerServiceSettings, ControllersSettings
-from services.settings.tree import TurnOPDSettings
 
 log = logging.getLogger(__name__)
 
@@ -240,18 +239,23 @@ class ControllerActor:
 
 
 def start_controller(
-    settings: TurnOPDSettings, run_id: str, redis_url: str, decision_log: Path | None = None
+    settings: ControllersSettings,
+    allow_unauthenticated_redis: bool,
+    run_id: str,
+    redis_url: str,
+    decision_log: Path | None = None,
 ) -> Any:
     """Create (or attach to) the named `controller` actor in namespace `turnopd`.
 
-    A ``redis_url`` beyond the loopback must carry a password (``[security] allow_unauthenticated_redis``).
+    A ``redis_url`` beyond the loopback must carry a password unless ``allow_unauthenticated_redis``
+    (``[security]``).
     ``decision_log``: the run's controller.jsonl (an absolute path; the actor runs on this node),
     from which the controller rebuilds what Redis lost.
     """
-    check_redis_url(redis_url, settings.security.allow_unauthenticated_redis)
+    check_redis_url(redis_url, allow_unauthenticated_redis)
     handle = ControllerActor.options(  # type: ignore[attr-defined]
         name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, **on_driver_node()
-    ).remote(settings.for_controllers(), run_id, redis_url, decision_log)
+    ).remote(settings, run_id, redis_url, decision_log)
     ray.get(handle.ready.remote())
     return handle
 

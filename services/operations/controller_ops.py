@@ -13,11 +13,11 @@ from services.operations.controller_client import ControllerClient
 from services.operations.managed_service import Change, ManagedService, RunContext, started
 from services.operations.redis_ops import RedisOps
 from services.operations.restart_rules import RESTART_ERRORS
+from services.operations.run_pieces import RunPieces
 from services.ray_names import CONTROLLER_ACTOR, NAMESPACE
 from services.ray_session import free_name
 from services.run_dir import DECISIONS_FILE
 from services.settings.per_service import ControllersSettings
-from services.settings.tree import TurnOPDSettings
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +32,18 @@ class ControllerOps(ManagedService[ControllersSettings]):
         super().__init__(ctx, counts)
         self.redis = redis
 
-    def compose(self, run: TurnOPDSettings) -> ControllersSettings:
-        return run.for_controllers()
+    def compose(self, run: RunPieces) -> ControllersSettings:
+        return run.controllers
 
     def _actor(self) -> Any:
         decision_log = self.ctx.run.path(DECISIONS_FILE).resolve()  # what Redis loses is rebuilt from it
-        return start_controller(self.ctx.settings, self.ctx.run_id, self.redis.url, decision_log)
+        return start_controller(
+            self.settings,
+            self.ctx.pieces.allow_unauthenticated_redis,
+            self.ctx.run_id,
+            self.redis.url,
+            decision_log,
+        )
 
     def start(self) -> None:
         self.client = ControllerClient(self._actor())

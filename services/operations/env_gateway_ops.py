@@ -7,8 +7,8 @@ from services.contracts.operations import ServiceStatus
 from services.env_gateway.local_server import LocalGateway
 from services.errors import ConflictError
 from services.operations.managed_service import Change, ManagedService, RunContext
+from services.operations.run_pieces import RunPieces
 from services.settings.per_service import EnvGatewayServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 
 class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
@@ -24,8 +24,8 @@ class EnvGatewayOps(ManagedService[EnvGatewayServiceSettings]):
         super().__init__(ctx, counts)
         self._followers: list[Callable[[str], None]] = []
 
-    def compose(self, run: TurnOPDSettings) -> EnvGatewayServiceSettings:
-        return run.for_env_gateway()
+    def compose(self, run: RunPieces) -> EnvGatewayServiceSettings:
+        return run.env_gateway
 
     def on_switch(self, follow: Callable[[str], None]) -> None:
         """``follow(url)`` is told the new gateway's URL before the old one stops."""

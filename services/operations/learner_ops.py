@@ -13,8 +13,8 @@ from services.operations.learner_handle import LearnerHandle
 from services.operations.managed_service import Change, ManagedService, RunBrokenError, RunContext, started
 from services.operations.restart_rules import RESTART_ERRORS, start_or_restore
 from services.operations.rollout_pool_ops import RolloutPoolOps
+from services.operations.run_pieces import RunPieces
 from services.settings.per_service import LearnerServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 
 class ResumeMismatchError(RunBrokenError):
@@ -44,11 +44,11 @@ class LearnerOps(ManagedService[LearnerServiceSettings]):
         super().__init__(ctx, counts)
         self.pool = pool
 
-    def compose(self, run: TurnOPDSettings) -> LearnerServiceSettings:
-        return run.for_learner()
+    def compose(self, run: RunPieces) -> LearnerServiceSettings:
+        return run.learner
 
     def _learner(self, settings: LearnerServiceSettings) -> Learner:
-        models = self.ctx.settings.models
+        models = self.ctx.pieces.models
         return Learner(settings, self.ctx.run.root, resolve_model_dir(models.student, models.cache_dir))
 
     def start(self) -> None:

@@ -18,9 +18,9 @@ from typing import Generic, TypeVar
 
 from services.contracts.operations import ServiceStatus
 from services.errors import ConflictError, InputError
+from services.operations.run_pieces import RunPieces
 from services.run_dir import RunDir
 from services.settings.per_service import ServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 S = TypeVar("S", bound=ServiceSettings)
 T = TypeVar("T")
@@ -32,19 +32,19 @@ class RunBrokenError(RuntimeError):
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every service of a run knows: the run's settings (a resumed run's: those its config.json
-    saved), directory and id."""
+    """What every service of a run knows: each service's piece of the run's settings (a resumed
+    run's: those its config.json saved), the run's directory and id."""
 
-    settings: TurnOPDSettings
+    pieces: RunPieces
     run: RunDir
     run_id: str
 
 
 @dataclass(frozen=True)
 class Change:
-    """What a restart brings: the settings of a new config file (None: none given)."""
+    """What a restart brings: the pieces of a new config file (None: none given)."""
 
-    run: TurnOPDSettings | None = None
+    run: RunPieces | None = None
 
 
 class ManagedService(ABC, Generic[S]):
@@ -57,11 +57,11 @@ class ManagedService(ABC, Generic[S]):
     def __init__(self, ctx: RunContext, counts: Counter[str]) -> None:
         self.ctx = ctx
         self.counts = counts
-        self.settings: S = self.compose(ctx.settings)
+        self.settings: S = self.compose(ctx.pieces)
 
     @abstractmethod
-    def compose(self, run: TurnOPDSettings) -> S:
-        """Its settings object, composed from a run's settings tree."""
+    def compose(self, run: RunPieces) -> S:
+        """Its settings object: its piece of a run's."""
 
     @abstractmethod
     def start(self) -> None:

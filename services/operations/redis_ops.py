@@ -4,8 +4,8 @@ from services.contracts.operations import ServiceStatus
 from services.controller.embedded_redis import EmbeddedRedis
 from services.errors import ConflictError
 from services.operations.managed_service import Change, ManagedService
+from services.operations.run_pieces import RunPieces
 from services.settings.per_service import RedisServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 
 def masked_url(url: str) -> str:
@@ -24,8 +24,8 @@ class RedisOps(ManagedService[RedisServiceSettings]):
     url: str
     server: EmbeddedRedis | None = None  # None: an external Redis this run does not own
 
-    def compose(self, run: TurnOPDSettings) -> RedisServiceSettings:
-        return run.for_redis()
+    def compose(self, run: RunPieces) -> RedisServiceSettings:
+        return run.redis
 
     def start(self) -> None:
         controller = self.settings.controller

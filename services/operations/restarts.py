@@ -41,6 +41,7 @@ from services.contracts.operations import RestartRequest, RestartResult, Service
 from services.errors import InputError
 from services.operations.managed_service import Change, ManagedService, RunBrokenError
 from services.operations.restart_rules import RESTART_ERRORS, service_kind, worker_index
+from services.operations.run_pieces import RunPieces
 from services.operations.run_services import Services
 from services.settings import load_settings
 
@@ -112,7 +113,7 @@ class ServiceRestarts:
 
     def _restart(self, service: ManagedService[Any], name: str, config_path: str | None, step: int) -> str:
         path = Path(config_path) if config_path is not None else None
-        change = Change(load_settings(path) if path is not None else None)
+        change = Change(RunPieces.of(load_settings(path)) if path is not None else None)
         index = worker_index(name)
         if index is not None:
             return self.pool.replace_worker(index, change)

@@ -6,10 +6,10 @@ from services.contracts.operations import ServiceStatus
 from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.managed_service import Change, ManagedService, RunContext, started
 from services.operations.restart_rules import start_or_restore
+from services.operations.run_pieces import RunPieces
 from services.rollout_worker.actor import worker_name
 from services.rollout_worker.pool import RolloutPool
 from services.settings.per_service import RolloutWorkerServiceSettings
-from services.settings.tree import TurnOPDSettings
 
 
 class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
@@ -25,11 +25,11 @@ class RolloutPoolOps(ManagedService[RolloutWorkerServiceSettings]):
         self.gateway = gateway
         gateway.on_switch(lambda url: started(self.pool, "rollout pool").switch_env_gateway(url))
 
-    def compose(self, run: TurnOPDSettings) -> RolloutWorkerServiceSettings:
-        return run.for_rollout_worker()
+    def compose(self, run: RunPieces) -> RolloutWorkerServiceSettings:
+        return run.rollout_worker
 
     def start(self) -> None:
-        count = self.ctx.settings.cluster.rollout_workers
+        count = self.ctx.pieces.rollout_workers
         self.pool = RolloutPool(self.settings, count, self.gateway.url, self.settings.models.student)
 
     def stop(self) -> None:

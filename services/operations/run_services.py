@@ -12,7 +12,7 @@ from services.operations.learner_ops import LearnerOps
 from services.operations.managed_service import ManagedService, RunContext
 from services.operations.redis_ops import RedisOps
 from services.operations.rollout_pool_ops import RolloutPoolOps
-from services.operations.teacher_ops import TeacherOps, teacher_envs
+from services.operations.teacher_ops import TeacherOps
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Services:
             redis=redis,
             controller=ControllerOps(ctx, counts, redis),
             env_gateway=gateway,
-            teachers=tuple(TeacherOps(ctx, counts, env) for env in teacher_envs(ctx.settings)),
+            teachers=tuple(TeacherOps(ctx, counts, env) for env in ctx.pieces.teacher_envs),
             pool=pool,
             learner=LearnerOps(ctx, counts, pool),
         )

@@ -16,12 +16,11 @@ from services.models.registry import resolve_model_dir
 from services.models.tokenizer_match import tokenizer_text
 from services.operations.managed_service import Change, ManagedService, RunContext
 from services.operations.restart_rules import start_or_restore
+from services.operations.run_pieces import RunPieces
 from services.operations.service_probes import ENDPOINT_DETAIL
-from services.ray_names import teacher_app
 from services.serve_config import check_serve_proxy
 from services.settings.per_service import TeacherServiceSettings
 from services.settings.teacher import TeacherSettings
-from services.settings.tree import TurnOPDSettings
 from services.teacher_scorer.endpoint_client import EndpointTeacherClient, endpoint_client
 from services.teacher_scorer.handle_client import TeacherHandleClient
 from services.teacher_scorer.placement import replica_resources
@@ -64,8 +63,8 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
         super().__init__(ctx, counts)
         self.kind = self.settings.app
 
-    def compose(self, run: TurnOPDSettings) -> TeacherServiceSettings:
-        return run.for_teacher(self.env)
+    def compose(self, run: RunPieces) -> TeacherServiceSettings:
+        return run.teacher(self.env)
 
     def start(self) -> None:
         teacher = self.settings.teacher
@@ -87,7 +86,7 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
 
     def _student_tokens(self) -> StudentTokens:
         """The tokenizer probe as the run's student reads it."""
-        models = self.ctx.settings.models
+        models = self.ctx.pieces.models
         tokenizer = load_tokenizer(models.student, models.cache_dir)
         return student_tokens(tokenizer, tokenizer_text(models.student, models.cache_dir, len(tokenizer)))
 
@@ -146,13 +145,3 @@ class TeacherOps(ManagedService[TeacherServiceSettings]):
                 else f"Serve app '{self.kind}', {replicas_text(teacher)}",
             )
         ]
-
-
-def teacher_envs(settings: TurnOPDSettings) -> list[str | None]:
-    """One env per teacher app: None for a single-teacher run, else the first source of each teacher."""
-    if not settings.sources:
-        return [None]
-    first: dict[str, str] = {}
-    for source in settings.task_sources():
-        first.setdefault(teacher_app(source.teacher), source.env)
-    return list(first.values())

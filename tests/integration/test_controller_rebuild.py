@@ -57,7 +57,7 @@ class Driver:
         self.actor = self.start()
 
     def start(self) -> Any:
-        return start_controller(run_settings(), RUN, self.url, self.log.resolve())
+        return start_controller(run_settings().for_controllers(), False, RUN, self.url, self.log.resolve())
 
     def steps(self, first: int, last: int) -> None:
         for k in range(first, last + 1):

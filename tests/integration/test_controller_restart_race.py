@@ -24,6 +24,7 @@ from services.controller.replay import replay
 from services.operations.controller_ops import ControllerOps
 from services.operations.managed_service import Change, RunContext
 from services.operations.redis_ops import RedisOps
+from services.operations.run_pieces import RunPieces
 from services.run_dir import RunDir
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,7 @@ def test_a_controller_replaced_under_in_flight_calls_keeps_serving(ray_session, 
     settings = small_run_settings(steps=11)  # 2, then 3 rounds of 2, then 3 more
     run = RunDir(tmp_path / "run")
     run.create(settings)
-    ctx = RunContext(settings=settings, run=run, run_id="race")
+    ctx = RunContext(pieces=RunPieces.of(settings), run=run, run_id="race")
     counts: Counter[str] = Counter()
     redis = RedisOps(ctx, counts)
     redis.start()

@@ -103,7 +103,7 @@ def test_run_identity_is_checked(redis_server):
 def test_killed_controller_actor_resumes_from_redis(ray_session, redis_server):
     run_settings = small_run_settings()
     settings = run_settings.for_controller()
-    actor = start_controller(run_settings, "run-d", redis_server.url)
+    actor = start_controller(run_settings.for_controllers(), False, "run-d", redis_server.url)
     try:
         drive(lambda k: ray.get(actor.plan.remote(k)), lambda k, s: ray.get(actor.ingest.remote(k, s)), 1, 6)
         h_bar = ray.get(actor.snapshot.remote()).depth.h_bar

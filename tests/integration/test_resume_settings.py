@@ -13,6 +13,7 @@ from services.contracts.env_gateway import EnvCatalog, EpisodeCreate
 from services.env_gateway.client import EnvGatewayClient
 from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.managed_service import Change, RunContext
+from services.operations.run_pieces import RunPieces
 from services.operations.run_services import Services
 from services.run_dir import RunDir
 from services.settings import load_settings
@@ -86,12 +87,12 @@ def test_a_resumed_run_gives_every_service_the_settings_it_started_with(tmp_path
     run.create(original)
 
     resumed = resumed_settings(run)  # what `turnopd train --resume DIR` runs with
-    first = Services.of(RunContext(settings=original, run=run, run_id="r"))
-    again = Services.of(RunContext(settings=resumed, run=run, run_id="r"))
+    first = Services.of(RunContext(pieces=RunPieces.of(original), run=run, run_id="r"))
+    again = Services.of(RunContext(pieces=RunPieces.of(resumed), run=run, run_id="r"))
     for before, after in zip(first.in_start_order(), again.in_start_order(), strict=True):
         assert after.settings == before.settings, before.kind
 
-    gateway = EnvGatewayOps(RunContext(settings=resumed, run=run, run_id="r"), Counter())
+    gateway = EnvGatewayOps(RunContext(pieces=RunPieces.of(resumed), run=run, run_id="r"), Counter())
     gateway.start()  # the local gateway process, as the resumed run starts it
     try:
         assert_plays_the_saved_environments(gateway.url)

@@ -9,4 +9,4 @@ from services.settings.tree import TurnOPDSettings
 
 def test_remote_redis_without_password_is_refused():
     with pytest.raises(ConfigError, match=r"Redis at redis\.example has no password"):
-        start_controller(TurnOPDSettings(), "run-1", "redis://redis.example:6379/0")
+        start_controller(TurnOPDSettings().for_controllers(), False, "run-1", "redis://redis.example:6379/0")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from services.operations.managed_service import RunContext
 from services.operations.plan_file import PLAN_FILE, write_plan
+from services.operations.run_pieces import RunPieces
 from services.operations.run_services import Services
 from services.orchestrator.run_plan import LoopSettings
 from services.run_dir import RunDir
@@ -16,7 +17,7 @@ def test_the_plan_holds_each_services_piece_and_each_parts_with_secrets_masked(t
         {"security": {"service_token": "s3cret-token"}, "rollout_worker": {"max_attempts": 5}}
     )
     run = RunDir(tmp_path)
-    services = Services.of(RunContext(settings=settings, run=run, run_id="r"))
+    services = Services.of(RunContext(pieces=RunPieces.of(settings), run=run, run_id="r"))
     write_plan(run, services, {"step_loop": LoopSettings.of(settings)})
     text = (tmp_path / PLAN_FILE).read_text()
     assert "s3cret-token" not in text and "**********" in text

@@ -14,6 +14,7 @@ from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.managed_service import RunContext
 from services.operations.redis_ops import RedisOps
 from services.operations.restart_loop import RestartLoop
+from services.operations.run_pieces import RunPieces
 from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import TurnOPDSettings
 
@@ -24,7 +25,7 @@ class Process:
 
 
 def watched_loop() -> tuple[RestartLoop, RedisOps, EnvGatewayOps]:
-    ctx = RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r")
+    ctx = RunContext(pieces=RunPieces.of(TurnOPDSettings()), run=RunDir(Path("unused")), run_id="r")
     redis, gateway = RedisOps(ctx, Counter()), EnvGatewayOps(ctx, Counter())
     redis.server, gateway.gateway = Process(), Process()  # type: ignore[assignment]
     redis.url, gateway.url = "redis://127.0.0.1:6399/0", "http://127.0.0.1:8090"

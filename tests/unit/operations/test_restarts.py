@@ -17,6 +17,7 @@ from services.errors import ConflictError, InputError
 from services.operations.learner_ops import LearnerLostError, ResumeMismatchError
 from services.operations.managed_service import RunContext
 from services.operations.restarts import ServiceRestarts
+from services.operations.run_pieces import RunPieces
 from services.operations.run_services import Services
 from services.rollout_worker.pool import PoolStats
 from services.run_dir import RunDir
@@ -60,7 +61,7 @@ class FakePool:
 
 def services_with(pool: FakePool) -> Services:
     """The run's services, not started: a fake pool, an external gateway and Redis."""
-    ctx = RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r")
+    ctx = RunContext(pieces=RunPieces.of(TurnOPDSettings()), run=RunDir(Path("unused")), run_id="r")
     services = Services.of(ctx)
     services.pool.pool = pool  # type: ignore[assignment]
     services.env_gateway.url = "http://x"
@@ -189,7 +190,9 @@ def test_only_pools_scale():
 
 
 def test_services_start_after_what_they_need_and_an_unstarted_one_stops_safely():
-    services = Services.of(RunContext(settings=TurnOPDSettings(), run=RunDir(Path("unused")), run_id="r"))
+    services = Services.of(
+        RunContext(pieces=RunPieces.of(TurnOPDSettings()), run=RunDir(Path("unused")), run_id="r")
+    )
     kinds = [service.kind for service in services.in_start_order()]
     assert kinds == ["redis", "controller", "env-gateway", "teacher", "rollout-worker", "learner"]
     needs = {s.kind: [n.kind for n in ns] for s, ns in services.start_needs().items()}
@@ -285,7 +288,7 @@ def test_an_endpoint_teacher_is_probed_before_step_1_and_deploys_nothing(zoo_cac
         }
     )
     teacher.settings = settings.for_teacher()
-    teacher.ctx = dataclasses.replace(teacher.ctx, settings=settings)
+    teacher.ctx = dataclasses.replace(teacher.ctx, pieces=RunPieces.of(settings))
     teacher.start()
     with pytest.raises(TeacherHttpError, match=r"failed 1 times, last with ConnectError.*--resume"):
         asyncio.run(teacher.preflight())

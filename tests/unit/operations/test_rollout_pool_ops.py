@@ -10,6 +10,7 @@ import pytest
 from services.operations.env_gateway_ops import EnvGatewayOps
 from services.operations.managed_service import Change, RunContext
 from services.operations.rollout_pool_ops import RolloutPoolOps
+from services.operations.run_pieces import RunPieces
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
 from services.settings.per_service import RolloutWorkerServiceSettings
@@ -54,7 +55,7 @@ class FakePool:
 
 
 def pool_ops(pool: FakePool) -> RolloutPoolOps:
-    ctx = RunContext(settings=RUN, run=RunDir(Path("unused")), run_id="r")
+    ctx = RunContext(pieces=RunPieces.of(RUN), run=RunDir(Path("unused")), run_id="r")
     ops = RolloutPoolOps(ctx, Counter(), EnvGatewayOps(ctx, Counter()))
     ops.pool = pool  # type: ignore[assignment]
     return ops
@@ -65,7 +66,7 @@ def test_a_scale_after_a_pool_restart_with_a_config_starts_workers_with_the_rest
     and the pool grew with the settings of the run's start."""
     pool = FakePool()
     ops = pool_ops(pool)
-    ops.replace(Change(NEW_CONFIG), step=2)
+    ops.replace(Change(RunPieces.of(NEW_CONFIG)), step=2)
     assert [s.models.max_new_tokens for s in pool.settings_by_worker] == [17, 17]
     assert ops.settings == pool.worker_settings(0)  # what it runs with now
     # and the pool's own knobs: the replays and chunk deadline of the new config, not the run's start
@@ -86,7 +87,7 @@ def test_a_pool_restart_without_a_config_leaves_what_a_scale_adds_as_it_was():
 def test_one_workers_restart_with_a_config_changes_that_worker_only():
     pool = FakePool()
     ops = pool_ops(pool)
-    ops.replace_worker(1, Change(NEW_CONFIG))
+    ops.replace_worker(1, Change(RunPieces.of(NEW_CONFIG)))
     ops.scale(3)
     assert [s.models.max_new_tokens for s in pool.settings_by_worker] == [
         RUN.models.max_new_tokens,
@@ -101,6 +102,6 @@ def test_a_pool_restart_that_fails_part_way_leaves_what_a_scale_adds_as_it_was()
     pool = FakePool(fail_on_worker=1)
     ops = pool_ops(pool)
     with pytest.raises(RuntimeError, match="rollout-worker-1 did not start"):
-        ops.replace(Change(NEW_CONFIG), step=2)
+        ops.replace(Change(RunPieces.of(NEW_CONFIG)), step=2)
     ops.scale(3)
     assert pool.resized == [(3, RUN.for_rollout_worker())]

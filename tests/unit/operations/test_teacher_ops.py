@@ -14,6 +14,7 @@ from in_process_teacher import LoopbackTeacher
 from services.errors import ConfigError
 from services.models.loading import load_tokenizer
 from services.operations.managed_service import RunContext
+from services.operations.run_pieces import RunPieces
 from services.operations.teacher_ops import TeacherOps
 from services.run_dir import RunDir
 from services.settings import TurnOPDSettings
@@ -55,7 +56,9 @@ def _teacher_ops(url: str, zoo_cache: Path) -> TeacherOps:
             "teacher": {"endpoint_url": url, "client_max_attempts": 1},  # its only model
         }
     )
-    return TeacherOps(RunContext(settings=settings, run=RunDir(Path("unused")), run_id="r"), Counter())
+    return TeacherOps(
+        RunContext(pieces=RunPieces.of(settings), run=RunDir(Path("unused")), run_id="r"), Counter()
+    )
 
 
 def test_an_endpoint_that_tokenises_as_the_student_starts(same_tokenizer, zoo_cache):
