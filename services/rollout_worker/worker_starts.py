@@ -11,7 +11,7 @@ playing while one is replaced, grown, restarted by Ray or loaded.
 * fresh (a growth): the same from ``ready`` on (``ready_timeout_s``), then parked until every new
   worker of the growth is up; one failure takes them all back.
 * recover (Ray restarts a crashed actor): ``ready`` (an "actor died" answer is tried again, up to
-  ``_DEAD_POLLS`` times), ``weights_version``, a reload if it differs; lost after ``restart_timeout_s``.
+  ``_DEAD_POLLS`` times; "unavailable", Ray still restarting it, until the deadline), ``weights_version``, a reload if it differs; lost after ``restart_timeout_s``.
 * load (a publish): ``load_weights``; a changed incarnation means Ray restarted the worker while it
   was idle; a death turns it into a recovery; an error (weights it cannot fetch) leaves it idle at
   the version it held, and the publish raises it.
@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import ActorUnavailableError, RayActorError
 
 from services.errors import ConflictError, InputError, TurnOPDError
 from services.ray_names import NAMESPACE
@@ -312,7 +312,10 @@ class WorkerStarts:
                 start.kind, start.until = "recover", now + self._restart_timeout_s()
                 self._call_ready(start)
             case "recover":
-                start.dead_answers += 1
+                # Ray answers "unavailable" while it restarts the actor (slowly, on a busy machine):
+                # only "died" answers count towards giving it up early; either way, until ``until``
+                if not isinstance(exc, ActorUnavailableError):
+                    start.dead_answers += 1
                 if start.dead_answers >= _DEAD_POLLS or now >= start.until:
                     self._lose(start)
                 else:
