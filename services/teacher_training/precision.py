@@ -1,9 +1,8 @@
 """The training compute dtype: bfloat16 autocast only where the hardware computes it natively.
 
-On a CPU without AVX512-BF16 or AMX, torch emulates bfloat16 matrix products: on this project's
-2-core AMD EPYC (AVX2 only) a 4096x256 by 256x768 linear layer's backward took 1.58 s under
-bfloat16 autocast against 0.059 s in float32 (27x), and an SFT step of the joint recipe 15 s
-against about 1 s. ``auto`` (the default) picks bfloat16 on CUDA devices that support it and on
+On a CPU without AVX512-BF16 or AMX, torch emulates bfloat16 matrix products: on a 2-core AMD
+EPYC (AVX2 only) an SFT pass of the tiny teacher ran 13.5x slower under bfloat16 autocast than in
+float32 (``bench/sft_autocast.py``), and a step of the joint recipe took 15 s against about 1 s. ``auto`` (the default) picks bfloat16 on CUDA devices that support it and on
 CPUs with either instruction set, float32 elsewhere.
 """
 
