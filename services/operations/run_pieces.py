@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.errors import InputError
-from services.ray_names import teacher_app
 from services.settings.models import ModelsSettings
 from services.settings.per_service import (
     ControllersSettings,
@@ -42,9 +41,6 @@ class RunPieces:
         }
         if not sources:
             teachers[None] = settings.for_teacher()
-        first: dict[str, str] = {}
-        for source in sources:
-            first.setdefault(teacher_app(source.teacher), source.env)
         return cls(
             redis=settings.for_redis(),
             controllers=settings.for_controllers(),
@@ -55,7 +51,7 @@ class RunPieces:
             learner=settings.for_learner(),
             models=settings.models,
             teachers=teachers,
-            teacher_envs=tuple(first.values()) if sources else (None,),
+            teacher_envs=tuple(settings.teacher_envs()),
         )
 
     def teacher(self, env: str | None) -> TeacherServiceSettings:

@@ -231,14 +231,19 @@ class TurnOPDSettings(TomlSettings):
             app=app,
         )
 
+    def teacher_envs(self) -> list[str | None]:
+        """One env per teacher app, the first source of each distinct teacher of [[sources]]; [None]:
+        the run's one teacher."""
+        if not self.sources:
+            return [None]
+        first: dict[str, str] = {}
+        for source in self.task_sources():
+            first.setdefault(teacher_app(source.teacher), source.env)
+        return list(first.values())
+
     def for_teachers(self) -> list[TeacherServiceSettings]:
         """Every teacher app of the run: one per distinct teacher of [[sources]], else the run's one."""
-        if not self.sources:
-            return [self.for_teacher()]
-        apps: dict[str, TeacherServiceSettings] = {}
-        for source in self.task_sources():
-            apps.setdefault(teacher_app(source.teacher), self.for_teacher(source.env))
-        return list(apps.values())
+        return [self.for_teacher(env) for env in self.teacher_envs()]
 
     def for_env_gateway(self) -> EnvGatewayServiceSettings:
         return EnvGatewayServiceSettings(env_gateway=self.env_gateway, service_token=self._service_token())
