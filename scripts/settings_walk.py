@@ -34,7 +34,6 @@ Qual = str  # "package.module:Class.method" or "package.module:function"
 @dataclass
 class Module:
     name: str
-    tree: ast.Module
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)  # "f", "C.m"
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> "module" or "module:name"
@@ -52,7 +51,7 @@ def load_modules(root: Path, package: str) -> dict[str, Module]:
     for path in sorted((root / package).rglob("*.py")):
         name = module_name(root, path)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        mod = Module(name, tree)
+        mod = Module(name)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 mod.functions[node.name] = node

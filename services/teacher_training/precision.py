@@ -20,8 +20,9 @@ def native_bfloat16(device: "torch.device") -> bool:
 
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported())
-    if device.type == "cpu":
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    if device.type == "cpu":  # torch's own probes (private: a torch without them counts as no)
+        probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+        return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
     return False
 
 
