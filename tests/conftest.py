@@ -44,6 +44,7 @@ RUN_MODULES = frozenset(
         "test_compare_smoke.py",
         "test_multi_env.py",
         "test_scale.py",
+        "test_process_deaths.py",
     }
 )
 
