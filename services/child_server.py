@@ -31,6 +31,7 @@ from services.parent_watch import PARENT_ENV
 
 HEALTH_POLL_S = 0.2
 PICKS = 5  # free ports tried before a picked port that keeps being taken is an error
+BIND_FAILED = "address already in use"  # what a child that could not bind its port logs (errno 98)
 
 
 def _listening(port: int) -> bool:
@@ -40,6 +41,10 @@ def _listening(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+class _PortTakenError(Exception):
+    """The child could not bind the port this server picked for it."""
 
 
 class ChildServer(ABC):
@@ -82,10 +87,21 @@ class ChildServer(ABC):
         return dict(os.environ) | {PARENT_ENV: str(os.getpid())}
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
-        """Start the server and wait until ``/healthz`` answers 200 while the child still runs."""
+        """Start the server and wait until ``/healthz`` answers 200 while the child still runs. A
+        port this server picked that the child then cannot bind (another process's socket took it
+        after the check, e.g. an outgoing connection's local port) is picked again."""
         if self._process is not None and self._process.poll() is None:
             # a second child would take another port and the first would outlive stop()
             raise TurnOPDError(f"{self.label} is already running (pid {self._process.pid}, {self.url})")
+        for _ in range(PICKS):
+            try:
+                return self._start_once(on_wait)
+            except _PortTakenError:
+                self.port = free_loopback_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        return self._start_once(on_wait)
+
+    def _start_once(self, on_wait: Callable[[], None] | None) -> Self:
         self._refuse_taken_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:
@@ -93,10 +109,12 @@ class ChildServer(ABC):
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
+                tail = self.log_tail()
+                if self._picked and BIND_FAILED in tail.lower():
+                    raise _PortTakenError(self.port)
                 self._failed = True
                 raise TurnOPDError(
-                    f"{self.label} exited with code {self._process.returncode}; log {self.log_path}:\n"
-                    f"{self.log_tail()}"
+                    f"{self.label} exited with code {self._process.returncode}; log {self.log_path}:\n{tail}"
                 )
             try:
                 if (

@@ -44,6 +44,23 @@ def redis_server_binary() -> str:
     return found
 
 
+REPICKS = 5  # picked ports tried on a first start before a bind failure is an error
+
+
+class _PortTakenError(Exception):
+    """redis-server could not bind the port picked for it."""
+
+
+def _bind_failed(log: Path, offset: int) -> bool:
+    """Whether redis-server logged, past ``offset``, that its port was taken."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return b"address already in use" in f.read().lower()
+    except OSError:
+        return False
+
+
 class EmbeddedRedis:
     """One redis-server child process with its data in ``data_dir``."""
 
@@ -51,6 +68,8 @@ class EmbeddedRedis:
         self.data_dir = data_dir.resolve()  # redis-server chdirs into --dir; relative paths would break
         self.password = password
         self.port = port or free_loopback_port()
+        # a port picked here may be picked again until the first start hands the URL out
+        self._may_repick = not port
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -68,9 +87,21 @@ class EmbeddedRedis:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self, timeout_s: float = 10.0) -> str:
-        """Start the server and wait until it answers PING; return its URL."""
+        """Start the server and wait until it answers PING; return its URL. On its first start, a
+        port picked here that the server then cannot bind (another process's socket took it after
+        the pick) is picked again; a restart keeps the port its clients know."""
+        for _ in range(REPICKS):
+            try:
+                return self._start_once(timeout_s)
+            except _PortTakenError:
+                self.port = free_loopback_port()
+        return self._start_once(timeout_s)
+
+    def _start_once(self, timeout_s: float) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._stop_orphan()
+        log = self.data_dir / "redis.log"
+        logged_before = log.stat().st_size if log.exists() else 0
         args = [
             redis_server_binary(),
             "--bind", "127.0.0.1",
@@ -90,11 +121,14 @@ class EmbeddedRedis:
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
         while True:
             if self._proc.poll() is not None:
+                if self._may_repick and _bind_failed(log, logged_before):
+                    raise _PortTakenError(self.port)
                 raise TurnOPDError(
                     f"redis-server exited with code {self._proc.returncode}; see {self.data_dir / 'redis.log'}"
                 )
             try:
                 if client.ping():
+                    self._may_repick = False
                     return self.url
             except redis.exceptions.ConnectionError:
                 pass

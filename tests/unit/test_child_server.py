@@ -148,6 +148,34 @@ def test_a_picked_port_another_process_took_meanwhile_is_picked_again(monkeypatc
             assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"
 
 
+def test_a_picked_port_the_child_cannot_bind_is_picked_again(monkeypatch) -> None:
+    """A suite run (2026-12-07): the gateway's picked port was free when checked, then its child
+    could not bind it ("address already in use": a socket bound there without listening, as an
+    outgoing connection's local port is). A port the server picked is picked again; a given port is
+    the child's error, as before."""
+    import socket
+
+    import services.child_server as child_server
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))  # bound, not listening: the check passes, the child's bind fails
+        taken = other.getsockname()[1]
+        picks = iter([taken])
+        real = child_server.free_loopback_port
+        monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
+        server = _StandIn(_HEALTHY)
+        assert server.port == taken
+        with server:
+            assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"
+            assert "already in use" not in server.log_path.read_text()  # the log is the last child's
+
+        given = _StandIn(_HEALTHY, port=taken)
+        with pytest.raises(TurnOPDError, match="stand-in server exited with code 1") as raised:
+            given.start()
+        assert "Address already in use" in str(raised.value)
+        given.stop()
+
+
 def test_a_second_start_of_a_running_server_is_refused_and_starts_no_child() -> None:
     with _StandIn(_HEALTHY) as server:
         pid = server._process.pid if server._process else None
