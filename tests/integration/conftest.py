@@ -7,6 +7,7 @@ import pytest
 from services.loopback import free_loopback_port
 
 _SERVE_PORT: list[int] = []  # the session's Serve HTTP port, once started
+SERVE_STARTS = 3
 
 
 @pytest.fixture(scope="session")
@@ -28,9 +29,18 @@ def ray_session():
             os.makedirs(tmp, exist_ok=True)
             os.environ["RAY_TMPDIR"] = tmp
         ray.init(num_cpus=2, include_dashboard=False, namespace="turnopd", log_to_driver=False)
-    port = free_loopback_port()
-    serve.shutdown()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    for attempt in range(1, SERVE_STARTS + 1):
+        port = free_loopback_port()
+        serve.shutdown()
+        try:
+            serve.start(http_options={"host": "127.0.0.1", "port": port})
+            break
+        except ray.exceptions.RayError as exc:
+            # under load, Serve's controller gave its proxy up before the proxy was ready (or the
+            # picked port was taken meanwhile): Ray's start-up, not ours; a new port and a retry
+            if attempt == SERVE_STARTS:
+                raise
+            print(f"Serve's start {attempt} of {SERVE_STARTS} failed ({type(exc).__name__}); again")
     _SERVE_PORT[:] = [port]
     yield ray
     ray.shutdown()
