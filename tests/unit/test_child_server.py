@@ -128,20 +128,25 @@ def test_a_port_another_server_listens_on_is_refused_before_the_child_starts() -
         server.stop()
 
 
+def _first_pick(monkeypatch: pytest.MonkeyPatch, port: int) -> None:
+    """The server's first free-port pick is ``port``; the next ones are really free."""
+    import services.child_server as child_server
+
+    picks = iter([port])
+    real = child_server.free_loopback_port
+    monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
+
+
 def test_a_picked_port_another_process_took_meanwhile_is_picked_again(monkeypatch) -> None:
     """Issue 36's clean-clone run: the gateway and Redis, starting at once, picked the same free
     port; the gateway refused it and the run did not start. A port the server picked is picked again."""
     import socket
 
-    import services.child_server as child_server
-
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen()
         taken = other.getsockname()[1]
-        picks = iter([taken])  # the first pick is the taken port, the next ones are free
-        real = child_server.free_loopback_port
-        monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
+        _first_pick(monkeypatch, taken)
         server = _StandIn(_HEALTHY)
         assert server.port == taken
         with server:
@@ -155,14 +160,10 @@ def test_a_picked_port_the_child_cannot_bind_is_picked_again(monkeypatch) -> Non
     the child's error, as before."""
     import socket
 
-    import services.child_server as child_server
-
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))  # bound, not listening: the check passes, the child's bind fails
         taken = other.getsockname()[1]
-        picks = iter([taken])
-        real = child_server.free_loopback_port
-        monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
+        _first_pick(monkeypatch, taken)
         server = _StandIn(_HEALTHY)
         assert server.port == taken
         with server:
