@@ -137,31 +137,19 @@ def _first_pick(monkeypatch: pytest.MonkeyPatch, port: int) -> None:
     monkeypatch.setattr(child_server, "free_loopback_port", lambda: next(picks, None) or real())
 
 
-def test_a_picked_port_another_process_took_meanwhile_is_picked_again(monkeypatch) -> None:
-    """Issue 36's clean-clone run: the gateway and Redis, starting at once, picked the same free
-    port; the gateway refused it and the run did not start. A port the server picked is picked again."""
+@pytest.mark.parametrize("listening", [True, False])
+def test_a_picked_port_that_is_taken_is_picked_again(monkeypatch, listening: bool) -> None:
+    """A port the server picked is picked again when it is taken. Listening: issue 36's clean-clone
+    run, where the gateway and Redis, starting at once, picked the same free port and the gateway
+    refused it. Bound only: a suite run (2026-12-07), where the gateway's port was free when checked
+    and its child then could not bind it ("address already in use": a socket bound there without
+    listening, as an outgoing connection's local port is, passes the check)."""
     import socket
 
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
-        other.listen()
-        taken = other.getsockname()[1]
-        _first_pick(monkeypatch, taken)
-        server = _StandIn(_HEALTHY)
-        assert server.port == taken
-        with server:
-            assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"
-
-
-def test_a_picked_port_the_child_cannot_bind_is_picked_again(monkeypatch) -> None:
-    """A suite run (2026-12-07): the gateway's picked port was free when checked, then its child
-    could not bind it ("address already in use": a socket bound there without listening, as an
-    outgoing connection's local port is). A port the server picked is picked again; a given port is
-    the child's error, as before."""
-    import socket
-
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))  # bound, not listening: the check passes, the child's bind fails
+        if listening:
+            other.listen()
         taken = other.getsockname()[1]
         _first_pick(monkeypatch, taken)
         server = _StandIn(_HEALTHY)
@@ -170,11 +158,20 @@ def test_a_picked_port_the_child_cannot_bind_is_picked_again(monkeypatch) -> Non
             assert server.port != taken and server.url == f"http://127.0.0.1:{server.port}"
             assert "already in use" not in server.log_path.read_text()  # the log is the last child's
 
-        given = _StandIn(_HEALTHY, port=taken)
+
+def test_a_given_port_the_child_cannot_bind_is_the_childs_error() -> None:
+    import socket
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))  # bound, not listening: the check passes, the child's bind fails
+        given = _StandIn(_HEALTHY, port=other.getsockname()[1])
         with pytest.raises(TurnOPDError, match="stand-in server exited with code 1") as raised:
             given.start()
         assert "Address already in use" in str(raised.value)
         given.stop()
+        assert given.log_path.is_file()  # a failed start keeps its log
+        given.log_path.unlink()
+        given.log_path.parent.rmdir()
 
 
 def test_a_second_start_of_a_running_server_is_refused_and_starts_no_child() -> None:
