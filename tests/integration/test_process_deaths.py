@@ -79,8 +79,9 @@ class Lines:
     def poll(self) -> None:
         if not self.path.exists():
             return
-        for line in self.path.read_text().splitlines():
-            if line.endswith("}") and line not in self._known:
+        whole = self.path.read_text().split("\n")[:-1]  # a line being written has no newline yet
+        for line in whole:
+            if line not in self._known:
                 self._known.add(line)
                 self.seen.append(StepMetrics.model_validate_json(line))
 
