@@ -93,15 +93,15 @@ class ChildServer(ABC):
         if self._process is not None and self._process.poll() is None:
             # a second child would take another port and the first would outlive stop()
             raise TurnOPDError(f"{self.label} is already running (pid {self._process.pid}, {self.url})")
-        for _ in range(PICKS):
+        for _ in range(PICKS - 1):
             try:
-                return self._start_once(on_wait)
+                return self._start_once(on_wait, repick=self._picked)
             except _PortTakenError:
                 self.port = free_loopback_port()
                 self.url = f"http://127.0.0.1:{self.port}"
-        return self._start_once(on_wait)
+        return self._start_once(on_wait, repick=False)  # the last pick's failure is the error
 
-    def _start_once(self, on_wait: Callable[[], None] | None) -> Self:
+    def _start_once(self, on_wait: Callable[[], None] | None, repick: bool) -> Self:
         self._refuse_taken_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:
@@ -110,7 +110,7 @@ class ChildServer(ABC):
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 tail = self.log_tail()
-                if self._picked and BIND_FAILED in tail.lower():
+                if repick and BIND_FAILED in tail.lower():
                     raise _PortTakenError(self.port)
                 self._failed = True
                 raise TurnOPDError(

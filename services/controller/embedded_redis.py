@@ -90,14 +90,14 @@ class EmbeddedRedis:
         """Start the server and wait until it answers PING; return its URL. On its first start, a
         port picked here that the server then cannot bind (another process's socket took it after
         the pick) is picked again; a restart keeps the port its clients know."""
-        for _ in range(REPICKS):
+        for _ in range(REPICKS - 1):
             try:
-                return self._start_once(timeout_s)
+                return self._start_once(timeout_s, repick=self._may_repick)
             except _PortTakenError:
                 self.port = free_loopback_port()
-        return self._start_once(timeout_s)
+        return self._start_once(timeout_s, repick=False)  # the last pick's failure is the error
 
-    def _start_once(self, timeout_s: float) -> str:
+    def _start_once(self, timeout_s: float, repick: bool) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._stop_orphan()
         log = self.data_dir / "redis.log"
@@ -121,7 +121,7 @@ class EmbeddedRedis:
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
         while True:
             if self._proc.poll() is not None:
-                if self._may_repick and _bind_failed(log, logged_before):
+                if repick and _bind_failed(log, logged_before):
                     raise _PortTakenError(self.port)
                 raise TurnOPDError(
                     f"redis-server exited with code {self._proc.returncode}; see {self.data_dir / 'redis.log'}"

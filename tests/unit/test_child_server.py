@@ -159,6 +159,24 @@ def test_a_picked_port_that_is_taken_is_picked_again(monkeypatch, listening: boo
             assert "already in use" not in server.log_path.read_text()  # the log is the last child's
 
 
+def test_a_picked_port_taken_on_every_pick_is_the_last_childs_error(monkeypatch) -> None:
+    import socket
+
+    import services.child_server as child_server
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        taken = other.getsockname()[1]
+        monkeypatch.setattr(child_server, "free_loopback_port", lambda: taken)
+        server = _StandIn(_HEALTHY)
+        with pytest.raises(TurnOPDError, match="stand-in server exited with code 1") as raised:
+            server.start()
+        assert "Address already in use" in str(raised.value) and server.port == taken
+        server.stop()
+        server.log_path.unlink()
+        server.log_path.parent.rmdir()
+
+
 def test_a_given_port_the_child_cannot_bind_is_the_childs_error() -> None:
     import socket
 

@@ -44,3 +44,13 @@ def test_a_given_port_that_cannot_be_bound_is_an_error_naming_the_log(tmp_path: 
     with pytest.raises(TurnOPDError, match=r"redis-server exited with code 1; see .*redis\.log"):
         server.start()
     assert server.port == taken_port
+
+
+def test_a_port_taken_on_every_pick_is_an_error_naming_the_log(
+    tmp_path: Path, taken_port, monkeypatch
+) -> None:
+    monkeypatch.setattr(embedded, "free_loopback_port", lambda: taken_port)
+    server = EmbeddedRedis(tmp_path / "redis")
+    with pytest.raises(TurnOPDError, match=r"redis-server exited with code 1; see .*redis\.log"):
+        server.start()
+    assert (tmp_path / "redis" / "redis.log").read_text().count("Address already in use") == embedded.REPICKS
