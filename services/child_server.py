@@ -26,12 +26,10 @@ from typing import Self
 import httpx
 
 from services.errors import TurnOPDError
-from services.loopback import free_loopback_port
+from services.loopback import BIND_FAILED, PortTakenError, free_loopback_port, start_on_picked_port
 from services.parent_watch import PARENT_ENV
 
 HEALTH_POLL_S = 0.2
-PICKS = 5  # free ports tried before a picked port that keeps being taken is an error
-BIND_FAILED = "address already in use"  # what a child that could not bind its port logs (errno 98)
 
 
 def _listening(port: int) -> bool:
@@ -41,10 +39,6 @@ def _listening(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-class _PortTakenError(Exception):
-    """The child could not bind the port this server picked for it."""
 
 
 class ChildServer(ABC):
@@ -88,21 +82,22 @@ class ChildServer(ABC):
 
     def start(self, on_wait: Callable[[], None] | None = None) -> Self:
         """Start the server and wait until ``/healthz`` answers 200 while the child still runs. A
-        port this server picked that the child then cannot bind (another process's socket took it
-        after the check, e.g. an outgoing connection's local port) is picked again."""
+        port this server picked that is taken (a listener there, or the child cannot bind it: another
+        process's socket took it after the check, e.g. an outgoing connection's local port) is
+        picked again (``start_on_picked_port``)."""
         if self._process is not None and self._process.poll() is None:
             # a second child would take another port and the first would outlive stop()
             raise TurnOPDError(f"{self.label} is already running (pid {self._process.pid}, {self.url})")
-        for _ in range(PICKS - 1):
-            try:
-                return self._start_once(on_wait, repick=self._picked)
-            except _PortTakenError:
-                self.port = free_loopback_port()
-                self.url = f"http://127.0.0.1:{self.port}"
-        return self._start_once(on_wait, repick=False)  # the last pick's failure is the error
+        return start_on_picked_port(
+            lambda repick: self._start_once(on_wait, repick), self._picked, self._repick
+        )
+
+    def _repick(self) -> None:
+        self.port = free_loopback_port()
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def _start_once(self, on_wait: Callable[[], None] | None, repick: bool) -> Self:
-        self._refuse_taken_port()
+        self._refuse_taken_port(repick)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as sink:
             self._process = subprocess.Popen(self.command(), stdout=sink, stderr=sink, env=self.environment())
@@ -111,7 +106,7 @@ class ChildServer(ABC):
             if self._process.poll() is not None:
                 tail = self.log_tail()
                 if repick and BIND_FAILED in tail.lower():
-                    raise _PortTakenError(self.port)
+                    raise PortTakenError(self.port)
                 self._failed = True
                 raise TurnOPDError(
                     f"{self.label} exited with code {self._process.returncode}; log {self.log_path}:\n{tail}"
@@ -131,16 +126,13 @@ class ChildServer(ABC):
         self.stop()
         raise TurnOPDError(f"{self.label} not healthy after {self._timeout:.0f}s; log {self.log_path}")
 
-    def _refuse_taken_port(self) -> None:
-        """Refuse a given port that has a listener; a port this server picked and lost to another
-        process in the meantime (it was free when picked) is picked again."""
-        for _ in range(PICKS):
-            if not _listening(self.port):
-                return  # nothing listens there: the port is ours to take
-            if not self._picked:
-                break
-            self.port = free_loopback_port()
-            self.url = f"http://127.0.0.1:{self.port}"
+    def _refuse_taken_port(self, repick: bool) -> None:
+        """Refuse a port that has a listener (a port this server picked and lost to another process
+        in the meantime, when ``repick``: picked again by ``start``)."""
+        if not _listening(self.port):
+            return  # nothing listens there: the port is ours to take
+        if repick:
+            raise PortTakenError(self.port)
         raise TurnOPDError(
             f"{self.label}: port {self.port} on 127.0.0.1 already has a server listening (another run's "
             f"{self.label}, or one a killed run left behind: `ss -ltnp 'sport = :{self.port}'` names its "

@@ -20,7 +20,7 @@ from pathlib import Path
 import redis
 
 from services.errors import ConfigError, TurnOPDError
-from services.loopback import free_loopback_port
+from services.loopback import BIND_FAILED, PortTakenError, free_loopback_port, start_on_picked_port
 
 log = logging.getLogger(__name__)
 PID_FILE = "redis.pid"
@@ -44,19 +44,12 @@ def redis_server_binary() -> str:
     return found
 
 
-REPICKS = 5  # picked ports tried on a first start before a bind failure is an error
-
-
-class _PortTakenError(Exception):
-    """redis-server could not bind the port picked for it."""
-
-
 def _bind_failed(log: Path, offset: int) -> bool:
     """Whether redis-server logged, past ``offset``, that its port was taken."""
     try:
         with log.open("rb") as f:
             f.seek(offset)
-            return b"address already in use" in f.read().lower()
+            return BIND_FAILED.encode() in f.read().lower()
     except OSError:
         return False
 
@@ -90,12 +83,12 @@ class EmbeddedRedis:
         """Start the server and wait until it answers PING; return its URL. On its first start, a
         port picked here that the server then cannot bind (another process's socket took it after
         the pick) is picked again; a restart keeps the port its clients know."""
-        for _ in range(REPICKS - 1):
-            try:
-                return self._start_once(timeout_s, repick=self._may_repick)
-            except _PortTakenError:
-                self.port = free_loopback_port()
-        return self._start_once(timeout_s, repick=False)  # the last pick's failure is the error
+        return start_on_picked_port(
+            lambda repick: self._start_once(timeout_s, repick), self._may_repick, self._repick
+        )
+
+    def _repick(self) -> None:
+        self.port = free_loopback_port()
 
     def _start_once(self, timeout_s: float, repick: bool) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +115,7 @@ class EmbeddedRedis:
         while True:
             if self._proc.poll() is not None:
                 if repick and _bind_failed(log, logged_before):
-                    raise _PortTakenError(self.port)
+                    raise PortTakenError(self.port)
                 raise TurnOPDError(
                     f"redis-server exited with code {self._proc.returncode}; see {self.data_dir / 'redis.log'}"
                 )
