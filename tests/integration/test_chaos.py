@@ -14,8 +14,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 
 import pytest
 import ray
+from cluster_cli import cli
 from controller_replay import assert_decisions_equal_replay
 from ray.exceptions import ActorUnavailableError, GetTimeoutError
 from rollout_fixtures import override_sections, short_run, smoke_config
@@ -35,7 +34,6 @@ from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
 STEPS = 8
 OVERRIDES = short_run(STEPS, "rollout_workers = 2", "restart_timeout_s = 180.0")
 SEED = int(os.environ.get("TURNOPD_CHAOS_SEED", "33"))
@@ -46,14 +44,6 @@ def chaos_config(tmp_path: Path) -> Path:
     path = tmp_path / "chaos.toml"
     path.write_text(override_sections(smoke_config(tmp_path).read_text(), OVERRIDES))
     return path
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """`turnopd ARGS` in a fresh process joined to this test's Ray cluster."""
-    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, env=env, timeout=600
-    )
 
 
 def worker_health(name: str) -> WorkerHealth:

@@ -23,14 +23,12 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-import ray
+from cluster_cli import cli_process
 from controller_replay import assert_decisions_equal_replay
 from rollout_fixtures import override_sections, short_run, smoke_config
 
@@ -43,7 +41,6 @@ from services.run_dir import RESTARTS_FILE
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("TURNOPD_CHAOS_SEED", "60"))
 STEPS, EVERY = 8, 2
 VICTIMS = {  # after step k's first line, somewhere inside the next step: what is SIGKILLed
@@ -55,18 +52,6 @@ VICTIMS = {  # after step k's first line, somewhere inside the next step: what i
     6: "teacher-replica",
     7: "driver",  # inside the last step: the most a driver's death can throw away
 }
-
-
-def turnopd(*args: str) -> subprocess.Popen[str]:
-    """`turnopd ARGS` in a process of its own, joined to this test's Ray cluster."""
-    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address, PYTHONPATH=str(REPO))
-    return subprocess.Popen(
-        [sys.executable, "-m", "services.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
 
 
 class Lines:
@@ -111,7 +96,7 @@ def test_every_process_killed_then_the_driver_and_the_resume_finish_every_step_o
     killed: dict[str, int] = {}
     kills: list[threading.Thread] = []
 
-    driver = turnopd("train", "--config", str(config))
+    driver = cli_process("train", "--config", str(config))
 
     def kill(name: str, delay: float, after: threading.Thread | None) -> None:
         if after is not None:  # in order: the driver after the replica
@@ -176,7 +161,7 @@ def test_every_process_killed_then_the_driver_and_the_resume_finish_every_step_o
     saved = [p.name.removeprefix("step_") for p in (run / "checkpoints").glob("step_*")]
     resumed_from = max((int(n) for n in saved if n.isdigit() and int(n) <= max(before)), default=0)
     assert len(redis_servers(run)) == 1  # the killed driver's server lives on, orphaned
-    resumed = turnopd("train", "--resume", str(run))
+    resumed = cli_process("train", "--resume", str(run))
     said, _ = resumed.communicate(timeout=900)
     assert resumed.returncode == 0, said[-3000:]
     assert "still serves" in said  # the resumed run found the orphan redis-server and stopped it

@@ -9,15 +9,12 @@ The scale requests go through ``services.operations.run_client`` (what `turnopd 
 and the CLI itself runs in a subprocess for the teacher and for the refusals.
 """
 
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 import ray
+from cluster_cli import cli
 from rollout_fixtures import override_sections, short_run, smoke_config
 
 from services.contracts.jsonl import read_jsonl
@@ -31,16 +28,8 @@ from services.run_dir import RESTARTS_FILE, RunDir
 from services.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
 STEPS = 5
 OVERRIDES = short_run(STEPS, "rollout_workers = 1").replace("interval = 100", f"interval = {STEPS}")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, env=env, timeout=600
-    )
 
 
 def worker_version(index: int) -> int:
