@@ -4,7 +4,9 @@ Each seed picks one game (`EpisodeCreate.seed`; without a task type, consecutive
 through the six task types); the episode is created with ``expert=True``, so every answer carries
 the expert's next action, which is played until the game ends. Episodes the expert does not win
 within ``max_turns`` steps are dropped and counted. Optional random detours (``detour_rate``)
-turn episodes into recovery demonstrations.
+turn episodes into recovery demonstrations. An episode the gateway lost (its env worker process
+died and was replaced: HTTP 410) is played again from its start, as a rollout's is, instead of
+ending the collection.
 """
 
 import asyncio
@@ -15,7 +17,10 @@ from typing import Protocol
 
 from services.contracts.env_gateway import EnvCatalog, EnvName, EpisodeCreate, EpisodeStart, Split, StepResult
 from services.contracts.expert_data import ExpertEpisode, ExpertTurn
+from services.env_gateway.episode_errors import EpisodeLostError
 from services.errors import ConflictError
+
+LOST_EPISODE_TRIES = 3  # plays of one seed whose episode the gateway lost, before the collection fails
 
 
 class ExpertGateway(Protocol):
@@ -88,6 +93,30 @@ async def play_expert(
     return ExpertEpisode(start=start, turns=turns)
 
 
+async def play_expert_again_if_lost(
+    gateway: ExpertGateway,
+    env: EnvName,
+    split: Split,
+    seed: int,
+    max_turns: int,
+    detour_rate: float = 0.0,
+    tries: int = LOST_EPISODE_TRIES,
+) -> ExpertEpisode | None:
+    """``play_expert``, played again from its start when the gateway lost the episode: the same seed
+    gives the same game and the same detours. The ``tries``-th loss is raised, naming the seed."""
+    losses = 0
+    while True:
+        try:
+            return await play_expert(gateway, env, split, seed, max_turns, detour_rate)
+        except EpisodeLostError as lost:
+            losses += 1
+            if losses == tries:
+                raise EpisodeLostError(
+                    f"the expert episode of {env} seed {seed} was lost {tries} times (its env worker "
+                    f"process died each time); the last: {lost}"
+                ) from lost
+
+
 async def collect_expert_episodes(
     gateway: ExpertGateway,
     env: EnvName,
@@ -105,7 +134,7 @@ async def collect_expert_episodes(
 
     async def one(seed: int) -> ExpertEpisode | None:
         async with limit:
-            episode = await play_expert(gateway, env, split, seed, max_turns, detour_rate)
+            episode = await play_expert_again_if_lost(gateway, env, split, seed, max_turns, detour_rate)
         if on_episode is not None:
             on_episode(episode is not None)
         return episode

@@ -10,8 +10,14 @@ import pytest
 from expert_episodes import SCRIPT, scripted_episode
 
 from services.contracts.env_gateway import EnvCatalog, EpisodeCreate, EpisodeStart, StepResult
+from services.env_gateway.episode_errors import EpisodeLostError
 from services.errors import ConflictError
-from services.teacher_training.collection import collect_expert_episodes, episode_seeds, play_expert
+from services.teacher_training.collection import (
+    LOST_EPISODE_TRIES,
+    collect_expert_episodes,
+    episode_seeds,
+    play_expert,
+)
 
 STUCK_SEED = 3  # the expert of this game gives up (suggests nothing) after one step
 
@@ -93,3 +99,41 @@ def test_collect_keeps_seed_order_counts_drops_and_bounds_concurrency():
 def test_collect_refuses_repeated_seeds():
     with pytest.raises(ConflictError, match="distinct"):
         asyncio.run(collect_expert_episodes(ScriptedGateway(), "alfworld", "train", [1, 1], 60, 2))
+
+
+class LosingGateway(ScriptedGateway):
+    """ScriptedGateway whose env worker dies under the first ``losses`` plays of ``seed``, at turn 2."""
+
+    def __init__(self, seed: int, losses: int) -> None:
+        super().__init__()
+        self.seed, self.losses = seed, losses
+
+    async def step(self, episode_id: str, action: str) -> StepResult:
+        if episode_id == f"ep{self.seed}" and self.losses and len(self.played[episode_id]) == 1:
+            self.losses -= 1
+            raise EpisodeLostError(f"episode {episode_id} is gone: its env worker process died")
+        return await super().step(episode_id, action)
+
+
+def test_an_episode_the_gateway_lost_is_played_again_from_its_start():
+    """Before, one env worker's death ended a whole collection (20 minutes of it, for 2,400 games)."""
+    gateway = LosingGateway(seed=2, losses=LOST_EPISODE_TRIES - 1)
+    collected = asyncio.run(
+        collect_expert_episodes(gateway, "alfworld", "train", [0, 1, 2], 60, concurrency=2)
+    )
+    assert [e.start.seed for e in collected.episodes] == [0, 1, 2] and collected.dropped_seeds == []
+    [replayed] = [e for e in collected.episodes if e.start.seed == 2]
+    assert [t.action for t in replayed.turns] == [a for a, _, _ in SCRIPT]  # the last play, whole
+    again = EpisodeCreate(env="alfworld", split="train", seed=2, expert=True)
+    assert gateway.created.count(again) == LOST_EPISODE_TRIES  # the same game each time
+    assert sorted(gateway.deleted) == ["ep0", "ep1"] + ["ep2"] * LOST_EPISODE_TRIES  # lost ones too
+
+
+def test_an_episode_lost_on_every_try_ends_the_collection_naming_its_seed():
+    gateway = LosingGateway(seed=1, losses=LOST_EPISODE_TRIES)
+    with pytest.raises(EpisodeLostError, match=f"alfworld seed 1 was lost {LOST_EPISODE_TRIES} times"):
+        asyncio.run(collect_expert_episodes(gateway, "alfworld", "train", [0, 1], 60, concurrency=1))
+    assert (
+        gateway.created.count(EpisodeCreate(env="alfworld", split="train", seed=1, expert=True))
+        == LOST_EPISODE_TRIES
+    )
