@@ -11,7 +11,7 @@ ending the collection.
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -93,27 +93,21 @@ async def play_expert(
     return ExpertEpisode(start=start, turns=turns)
 
 
-async def play_expert_again_if_lost(
-    gateway: ExpertGateway,
-    env: EnvName,
-    split: Split,
-    seed: int,
-    max_turns: int,
-    detour_rate: float = 0.0,
-    tries: int = LOST_EPISODE_TRIES,
+async def again_if_lost(
+    play: Callable[[], Awaitable[ExpertEpisode | None]], what: str
 ) -> ExpertEpisode | None:
-    """``play_expert``, played again from its start when the gateway lost the episode: the same seed
-    gives the same game and the same detours. The ``tries``-th loss is raised, naming the seed."""
+    """``play()``, called again when the gateway lost its episode (a new play from the start); the
+    ``LOST_EPISODE_TRIES``-th loss is raised, naming ``what`` was lost."""
     losses = 0
     while True:
         try:
-            return await play_expert(gateway, env, split, seed, max_turns, detour_rate)
+            return await play()
         except EpisodeLostError as lost:
             losses += 1
-            if losses == tries:
+            if losses == LOST_EPISODE_TRIES:
                 raise EpisodeLostError(
-                    f"the expert episode of {env} seed {seed} was lost {tries} times (its env worker "
-                    f"process died each time); the last: {lost}"
+                    f"the expert episode of {what} was lost {losses} times (its env worker process "
+                    f"died each time); the last: {lost}"
                 ) from lost
 
 
@@ -134,7 +128,10 @@ async def collect_expert_episodes(
 
     async def one(seed: int) -> ExpertEpisode | None:
         async with limit:
-            episode = await play_expert_again_if_lost(gateway, env, split, seed, max_turns, detour_rate)
+            # the same seed plays the same game and the same detours again
+            episode = await again_if_lost(
+                lambda: play_expert(gateway, env, split, seed, max_turns, detour_rate), f"{env} seed {seed}"
+            )
         if on_episode is not None:
             on_episode(episode is not None)
         return episode
